@@ -1,0 +1,611 @@
+//! The deployment schema: one description of a PD deployment, from which every command line is
+//! rendered. Shared settings exist once; side-specific ones live on each side.
+//!
+//! Doc comments here become the JSON Schema's descriptions and the web form's help text; the
+//! SGLang flag each field renders to is added from the flag table (`crate::flags`).
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::choices::*;
+use crate::release::{Release, RouterRelease};
+
+/// A prefill-decode disaggregated SGLang deployment: a prefill pool, a decode pool and a router.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Deployment {
+    /// Short name, used in script names and comments (letters, digits, `-`, `_`, `.`).
+    pub name: String,
+    /// The SGLang release the commands are rendered for; every emitted flag must exist in it.
+    #[serde(default)]
+    pub sglang_version: Release,
+    /// The sglang-router release the router command is rendered for.
+    #[serde(default)]
+    pub router_version: RouterRelease,
+    /// How processes are started on each node.
+    #[serde(default)]
+    pub launcher: Launcher,
+    /// The model both sides serve. Every field renders identically on both sides.
+    pub model: Model,
+    /// Settings that must be equal on both sides, written once.
+    #[serde(default)]
+    pub shared: Shared,
+    /// The prefill pool.
+    pub prefill: Side,
+    /// The decode pool.
+    pub decode: Side,
+    /// The router in front of both pools.
+    #[serde(default)]
+    pub router: Router,
+}
+
+/// How a process is started.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Launcher {
+    /// The Python interpreter on the nodes.
+    #[serde(default = "default_python")]
+    pub python: String,
+    /// Directory on each node where `sglang-config` YAML files are placed.
+    #[serde(default = "default_config_dir")]
+    pub config_dir: String,
+}
+
+fn default_python() -> String {
+    "python3".into()
+}
+fn default_config_dir() -> String {
+    ".".into()
+}
+
+impl Default for Launcher {
+    fn default() -> Self {
+        Launcher { python: default_python(), config_dir: default_config_dir() }
+    }
+}
+
+/// The served model. Both sides tokenize each request independently and exchange raw KV bytes,
+/// so every field here must be identical on both sides; pdlaunch renders it once.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Model {
+    /// Local directory or Hugging Face id of the weights.
+    pub path: String,
+    /// Tokenizer directory or id, when it differs from the model path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<String>,
+    /// Tokenizer mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer_mode: Option<TokenizerMode>,
+    /// Hugging Face revision (branch, tag or commit) of the weights.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    /// Allow the model's own Python code from the hub.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub trust_remote_code: bool,
+    /// Weight and activation dtype.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<ModelDtype>,
+    /// Weight quantization method; unset reads it from the checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantization: Option<Quantization>,
+    /// Maximum context length in tokens; unset reads it from config.json.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_length: Option<u64>,
+    /// Model name clients use in requests (must not contain `:`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served_name: Option<String>,
+    /// Chat template name or file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_template: Option<String>,
+    /// KV geometry of the model, used by rules that depend on the attention kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub geometry: Option<Geometry>,
+}
+
+/// The attention kind, which decides the KV pool layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AttentionKind {
+    /// Multi-head attention: K and V per head.
+    Mha,
+    /// Grouped-query attention: fewer KV heads than query heads.
+    Gqa,
+    /// Multi-head latent attention (DeepSeek-V2/V3 class): one compressed latent per token.
+    Mla,
+}
+
+/// KV-relevant geometry of the model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Geometry {
+    /// Hugging Face architecture class, e.g. `LlamaForCausalLM` or `DeepseekV3ForCausalLM`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub architecture: Option<String>,
+    /// Attention kind.
+    pub attention: AttentionKind,
+    /// Number of hidden layers.
+    pub layers: u32,
+    /// Number of query heads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attention_heads: Option<u32>,
+    /// Number of KV heads (MHA/GQA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_heads: Option<u32>,
+    /// Head dimension (MHA/GQA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_dim: Option<u32>,
+    /// MLA latent rank (`kv_lora_rank`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_lora_rank: Option<u32>,
+    /// MLA rotary dimension (`qk_rope_head_dim`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qk_rope_head_dim: Option<u32>,
+    /// Sliding-window size, for hybrid sliding-window models (e.g. gpt-oss).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sliding_window: Option<u32>,
+    /// True when some layers use sliding-window attention and others full attention.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub hybrid_swa: bool,
+}
+
+/// Settings that must be identical on prefill and decode. Each renders once, identically, on
+/// every server command line.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Shared {
+    /// Tokens per KV page. Always rendered explicitly, because the attention backend and the GPU
+    /// change SGLang's default on each side.
+    #[serde(default = "default_page_size")]
+    pub page_size: u32,
+    /// KV-cache element type, always rendered explicitly.
+    #[serde(default = "default_kv_cache_dtype")]
+    pub kv_cache_dtype: KvCacheDtype,
+    /// KV transfer engine.
+    #[serde(default = "default_transfer_backend")]
+    pub transfer_backend: TransferBackend,
+    /// Attention backend for both phases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attention_backend: Option<AttentionBackend>,
+    /// Attention backend for prefill batches (rendered on both servers: SGLang's page-size snaps
+    /// read it on either side).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_attention_backend: Option<AttentionBackend>,
+    /// Attention backend for decode batches (rendered on both servers, for the same reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_attention_backend: Option<AttentionBackend>,
+    /// Sparse-attention prefill backend (DSA models); it decides the KV row size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dsa_prefill_backend: Option<DsaBackend>,
+    /// Sparse-attention decode backend (DSA models); it decides the KV row size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dsa_decode_backend: Option<DsaBackend>,
+    /// Speculative decoding; the prefill runs the draft and ships its state, so both sides need it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<Speculative>,
+    /// KV canary mode (extra KV regions: must match).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_canary: Option<KvCanary>,
+    /// Real-KV canary checks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_canary_real_data: Option<KvCanaryRealData>,
+    /// Unified-memory KV envelope (implies the page-major layout).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub enable_unified_memory: bool,
+    /// Page-major KV layout.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub enable_page_major_kv_layout: bool,
+    /// Environment variables set on every server process (both sides), e.g. the staging buffer.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+}
+
+fn default_page_size() -> u32 {
+    1
+}
+fn default_kv_cache_dtype() -> KvCacheDtype {
+    KvCacheDtype::Auto
+}
+fn default_transfer_backend() -> TransferBackend {
+    TransferBackend::Mooncake
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Shared {
+            page_size: default_page_size(),
+            kv_cache_dtype: default_kv_cache_dtype(),
+            transfer_backend: default_transfer_backend(),
+            attention_backend: None,
+            prefill_attention_backend: None,
+            decode_attention_backend: None,
+            dsa_prefill_backend: None,
+            dsa_decode_backend: None,
+            speculative: None,
+            kv_canary: None,
+            kv_canary_real_data: None,
+            enable_unified_memory: false,
+            enable_page_major_kv_layout: false,
+            env: BTreeMap::new(),
+        }
+    }
+}
+
+/// Speculative decoding, identical on both sides.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Speculative {
+    /// Algorithm: `EAGLE`, `EAGLE3`, `NEXTN`, `STANDALONE`, `NGRAM`, ...
+    pub algorithm: String,
+    /// Draft model directory or id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draft_model_path: Option<String>,
+    /// Draft steps per verification.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_steps: Option<u32>,
+    /// Top-k branching of the draft tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eagle_topk: Option<u32>,
+    /// Draft tokens verified per step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_draft_tokens: Option<u32>,
+    /// Draft KV-cache dtype.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draft_kv_cache_dtype: Option<KvCacheDtype>,
+    /// Draft attention backend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draft_attention_backend: Option<AttentionBackend>,
+}
+
+/// A GPU model; it decides SGLang's automatic attention backend, and with it the page size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Gpu {
+    A100,
+    H100,
+    H200,
+    H20,
+    H800,
+    B200,
+    B300,
+    Gb200,
+    Gb300,
+    L40s,
+    Mi300x,
+    Mi325x,
+    Mi355x,
+}
+
+impl Gpu {
+    /// Compute capability major*10+minor for NVIDIA parts; `None` for AMD.
+    pub fn sm(self) -> Option<u32> {
+        match self {
+            Gpu::A100 => Some(80),
+            Gpu::L40s => Some(89),
+            Gpu::H100 | Gpu::H200 | Gpu::H20 | Gpu::H800 => Some(90),
+            Gpu::B200 | Gpu::Gb200 => Some(100),
+            Gpu::B300 | Gpu::Gb300 => Some(103),
+            Gpu::Mi300x | Gpu::Mi325x | Gpu::Mi355x => None,
+        }
+    }
+    /// True for AMD Instinct parts (ROCm/HIP).
+    pub fn is_hip(self) -> bool {
+        self.sm().is_none()
+    }
+    /// Device memory in GiB.
+    pub fn memory_gib(self) -> u32 {
+        match self {
+            Gpu::A100 | Gpu::H100 | Gpu::H800 => 80,
+            Gpu::L40s => 48,
+            Gpu::H20 => 96,
+            Gpu::H200 => 141,
+            Gpu::B200 | Gpu::Gb200 => 180,
+            Gpu::B300 | Gpu::Gb300 => 270,
+            Gpu::Mi300x => 192,
+            Gpu::Mi325x | Gpu::Mi355x => 256,
+        }
+    }
+    /// The lowercase name used in YAML.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Gpu::A100 => "a100",
+            Gpu::H100 => "h100",
+            Gpu::H200 => "h200",
+            Gpu::H20 => "h20",
+            Gpu::H800 => "h800",
+            Gpu::B200 => "b200",
+            Gpu::B300 => "b300",
+            Gpu::Gb200 => "gb200",
+            Gpu::Gb300 => "gb300",
+            Gpu::L40s => "l40s",
+            Gpu::Mi300x => "mi300x",
+            Gpu::Mi325x => "mi325x",
+            Gpu::Mi355x => "mi355x",
+        }
+    }
+}
+
+/// One pool (prefill or decode): identical instances, each spanning one or more nodes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Side {
+    /// GPU model of this pool's nodes; it drives SGLang's automatic backend choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<Gpu>,
+    /// The server instances of this pool (xPyD: several prefill or decode instances).
+    pub instances: Vec<Instance>,
+    /// Tensor-parallel size of one instance (across all its nodes).
+    #[serde(default = "one")]
+    pub tp: u32,
+    /// Data-parallel replicas inside one instance, without DP attention.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub dp: u32,
+    /// Attention data-parallel width (DP attention); 1 disables it.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub attn_dp: u32,
+    /// Pipeline-parallel size.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub pp: u32,
+    /// Expert-parallel size (forced to `tp` by SGLang when an all-to-all backend is set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ep: Option<u32>,
+    /// Attention context-parallel size (prefill only).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub attn_cp: u32,
+    /// Prefill context parallelism for MLA/DSA models (prefill only).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub enable_prefill_cp: bool,
+    /// Decode context-parallel size.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub dcp: u32,
+    /// MoE all-to-all backend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moe_a2a_backend: Option<MoeA2aBackend>,
+    /// DeepEP mode: `normal` suits prefill; decode wants `low_latency` (or `auto`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deepep_mode: Option<DeepepMode>,
+    /// TP size of the dense MLP layers in MoE models (1 or `tp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moe_dense_tp: Option<u32>,
+    /// Data-parallel LM head (needs DP attention).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub enable_dp_lm_head: bool,
+    /// Fraction of GPU memory for weights and KV cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_fraction_static: Option<f64>,
+    /// Maximum concurrently running requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_running_requests: Option<u32>,
+    /// Chunked-prefill chunk size in tokens, -1 to disable (prefill only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunked_prefill_size: Option<i64>,
+    /// Maximum tokens in one prefill batch (prefill only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_prefill_tokens: Option<u64>,
+    /// Largest batch captured in a CUDA graph for this side's phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_graph_max_bs: Option<u32>,
+    /// Disable CUDA graphs for this side's phase.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub disable_cuda_graph: bool,
+    /// DP load-balance method.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_balance_method: Option<LoadBalanceMethod>,
+    /// Hierarchical (host-memory / storage) KV cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hicache: Option<HiCache>,
+    /// Keep a radix cache on decode (decode only).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub decode_radix_cache: bool,
+    /// Offload finished decode KV to the hierarchical-cache storage (decode only).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub decode_offload_kvcache: bool,
+    /// Where retracted requests' KV is kept (decode only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_retraction_backup: Option<RetractionBackup>,
+    /// Tokens reserved per decode request (decode only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_reserved_decode_tokens: Option<u32>,
+    /// Extra pre-allocation slots (decode only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_extra_slots: Option<u32>,
+    /// Optimistic prefill attempts (prefill only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optimistic_prefill_attempts: Option<u32>,
+    /// Prometheus metrics.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub enable_metrics: bool,
+    /// Address the servers bind to; unset binds each node's own `host` (`0.0.0.0` binds all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bind_host: Option<String>,
+    /// Environment variables for this side's processes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Flags pdlaunch does not model, appended verbatim after the rendered ones and checked
+    /// against the target release's spec, e.g. `["--watchdog-timeout", "600"]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_args: Vec<String>,
+}
+
+/// Hierarchical cache settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HiCache {
+    /// Host-to-device cache size ratio.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<f64>,
+    /// Host cache size in GB (overrides `ratio`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u32>,
+    /// Storage tier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_backend: Option<HicacheStorageBackend>,
+    /// Write policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_policy: Option<HicacheWritePolicy>,
+}
+
+/// One server instance: its ports and the nodes it spans.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Instance {
+    /// The nodes of this instance; the first is node rank 0 and hosts the HTTP server.
+    pub nodes: Vec<Node>,
+    /// HTTP port (default 30000 on prefill, 30001 on decode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// KV bootstrap port of a prefill instance (default 8998, then 8999, ... per instance). The
+    /// router and the decode side are rendered from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bootstrap_port: Option<u16>,
+    /// First port of the block `--dist-init-addr` reserves on node 0 (multi-node; default 5000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dist_init_port: Option<u16>,
+    /// NCCL port; set distinct values for instances that share a host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl_port: Option<u16>,
+}
+
+/// One node of an instance.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Node {
+    /// Address other nodes, the router and the peer pool use to reach this node.
+    pub host: String,
+    /// GPUs this node contributes (default: tp x pp / nodes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<u32>,
+    /// GPUs installed on the machine, when known; lets pdlaunch check the GPU ranges fit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus_installed: Option<u32>,
+    /// First GPU index used on this node.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub base_gpu_id: u32,
+    /// RDMA device(s) for KV transfer, e.g. `mlx5_0` or `mlx5_0,mlx5_1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ib_device: Option<String>,
+}
+
+/// The router (sglang-router / SGLang Model Gateway) in PD mode.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Router {
+    /// Address the router listens on.
+    #[serde(default = "default_router_host")]
+    pub host: String,
+    /// Port the router listens on (its own default, 30000, collides with SGLang's).
+    #[serde(default = "default_router_port")]
+    pub port: u16,
+    /// Load-balancing policy for both pools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<RouterPolicy>,
+    /// Policy for the prefill pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_policy: Option<RouterPolicy>,
+    /// Policy for the decode pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_policy: Option<RouterPolicy>,
+    /// Use the Python mini load balancer (debugging only).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub mini_lb: bool,
+    /// Environment variables for the router.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Router flags pdlaunch does not model, checked against the router release's spec.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_args: Vec<String>,
+}
+
+fn default_router_host() -> String {
+    "0.0.0.0".into()
+}
+fn default_router_port() -> u16 {
+    8000
+}
+
+impl Default for Router {
+    fn default() -> Self {
+        Router {
+            host: default_router_host(),
+            port: default_router_port(),
+            policy: None,
+            prefill_policy: None,
+            decode_policy: None,
+            mini_lb: false,
+            env: BTreeMap::new(),
+            extra_args: Vec::new(),
+        }
+    }
+}
+
+fn one() -> u32 {
+    1
+}
+fn is_one(v: &u32) -> bool {
+    *v == 1
+}
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+fn is_false(v: &bool) -> bool {
+    !*v
+}
+
+/// The two server roles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Prefill,
+    Decode,
+}
+
+impl Role {
+    /// Both roles, prefill first.
+    pub const BOTH: [Role; 2] = [Role::Prefill, Role::Decode];
+    /// The `--disaggregation-mode` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Prefill => "prefill",
+            Role::Decode => "decode",
+        }
+    }
+    /// The other role.
+    pub fn other(self) -> Role {
+        match self {
+            Role::Prefill => Role::Decode,
+            Role::Decode => Role::Prefill,
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Deployment {
+    /// The side of `role`.
+    pub fn side(&self, role: Role) -> &Side {
+        match role {
+            Role::Prefill => &self.prefill,
+            Role::Decode => &self.decode,
+        }
+    }
+    /// The side of `role`, mutably.
+    pub fn side_mut(&mut self, role: Role) -> &mut Side {
+        match role {
+            Role::Prefill => &mut self.prefill,
+            Role::Decode => &mut self.decode,
+        }
+    }
+}
+
+impl Side {
+    /// GPUs one instance uses in all (`tp x pp`).
+    pub fn gpus_per_instance(&self) -> u32 {
+        self.tp.saturating_mul(self.pp)
+    }
+}

@@ -1,0 +1,1618 @@
+//! The one flag table. Every SGLang server and router flag pdlaunch emits is declared here once:
+//! its spellings, value kind, choices, default, how it relates across the prefill and decode
+//! sides, the releases it exists in, and the deployment field it renders from. The renderer, the
+//! JSON Schema's descriptions, `explain`, the validator and the web form all read this table, and
+//! `tests::flag_table_agrees_with_specs` checks it against SGLang's own argparse specs for every
+//! known release.
+
+use crate::release::{Release, RouterRelease};
+
+/// How a flag's value is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `store_true`: present or absent.
+    Switch,
+    /// One integer.
+    Int,
+    /// One float.
+    Float,
+    /// One string.
+    Str,
+    /// Several values after one flag.
+    List,
+    /// Repeatable flag with one or more values each time (`action="append"`).
+    Append,
+}
+
+/// A flag's default, as argparse declares it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Dflt {
+    None,
+    Switch(bool),
+    Int(i64),
+    Float(f64),
+    Str(&'static str),
+}
+
+/// How a flag relates across the two sides of a PD deployment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Relation {
+    /// Must be equal on prefill and decode; rendered once from a shared field.
+    MustMatch,
+    /// Should be equal for predictable behaviour; rendered once from a shared field.
+    ShouldMatch,
+    /// The two sides are constrained against each other (e.g. TP divisibility), not equal.
+    Related,
+    /// Chosen per side.
+    PerSide,
+    /// Chosen per instance (ports, rendezvous).
+    PerInstance,
+    /// Chosen per node (host, GPUs, RDMA device, node rank).
+    PerNode,
+    /// Meaningful on prefill servers only.
+    PrefillOnly,
+    /// Meaningful on decode servers only.
+    DecodeOnly,
+    /// Must agree with another component (router, bootstrap).
+    Link,
+    /// A router flag.
+    Router,
+}
+
+impl Relation {
+    /// Short human description, used in schema descriptions and form help.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Relation::MustMatch => "must match on prefill and decode (rendered once, on both)",
+            Relation::ShouldMatch => "should match on prefill and decode (rendered once, on both)",
+            Relation::Related => "constrained across prefill and decode",
+            Relation::PerSide => "per side",
+            Relation::PerInstance => "per instance",
+            Relation::PerNode => "per node",
+            Relation::PrefillOnly => "prefill only",
+            Relation::DecodeOnly => "decode only",
+            Relation::Link => "links prefill, decode and router",
+            Relation::Router => "router",
+        }
+    }
+}
+
+/// One SGLang (or router) flag.
+#[derive(Debug)]
+pub struct Flag {
+    /// Main spelling in the newest release that has the flag.
+    pub name: &'static str,
+    /// Other spellings argparse accepts for the same destination.
+    pub aliases: &'static [&'static str],
+    /// argparse destination (the `ServerArgs` field).
+    pub dest: &'static str,
+    /// Value kind.
+    pub kind: Kind,
+    /// Allowed values (empty when unrestricted); a subset of every release's choices is not
+    /// required, but each value pdlaunch can emit must exist in the target release.
+    pub choices: &'static [&'static str],
+    /// argparse default in the newest release that has the flag.
+    pub default: Dflt,
+    /// Relation across sides.
+    pub relation: Relation,
+    /// Bit mask of the releases that accept this spelling (bit i = `Release::ALL[i]`, or
+    /// `RouterRelease::ALL[i]` for router flags).
+    pub releases: u8,
+    /// Deployment field it renders from, as `Definition.property` in the JSON Schema; empty when
+    /// derived from the topology.
+    pub field: &'static str,
+    /// Why it matters for PD.
+    pub doc: &'static str,
+}
+
+impl Flag {
+    /// True when `release` accepts this flag.
+    pub fn in_release(&self, release: Release) -> bool {
+        self.releases & release.bit() != 0
+    }
+    /// True when router `release` accepts this flag.
+    pub fn in_router_release(&self, release: RouterRelease) -> bool {
+        self.releases & release.bit() != 0
+    }
+    /// Every spelling.
+    pub fn spellings(&self) -> impl Iterator<Item = &'static str> + '_ {
+        std::iter::once(self.name).chain(self.aliases.iter().copied())
+    }
+    /// The releases that accept this flag, as text (e.g. `0.5.19, 0.5.23`).
+    pub fn release_list(&self) -> String {
+        Release::ALL.iter().filter(|r| self.in_release(**r)).map(|r| r.as_str()).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// The first of `candidates` that `release` accepts: how a field picks its spelling per release.
+pub fn first_available(candidates: &[&'static Flag], release: Release) -> Option<&'static Flag> {
+    candidates.iter().copied().find(|f| f.in_release(release))
+}
+
+/// The modeled server flag with this spelling (main name or alias).
+pub fn server_flag(spelling: &str) -> Option<&'static Flag> {
+    SERVER_FLAGS.iter().copied().find(|f| f.spellings().any(|s| s == spelling))
+}
+
+/// The modeled server flags that store into `dest`.
+pub fn server_flags_for_dest(dest: &str) -> impl Iterator<Item = &'static Flag> + '_ {
+    SERVER_FLAGS.iter().copied().filter(move |f| f.dest == dest)
+}
+
+/// A flag SGLang removed, with what replaces it.
+#[derive(Debug)]
+pub struct RemovedFlag {
+    /// The old spelling.
+    pub name: &'static str,
+    /// The first release in which passing it is an error.
+    pub removed_in: &'static str,
+    /// What to write instead.
+    pub replacement: &'static str,
+}
+
+/// Flags SGLang removed; passing them is "unrecognized arguments".
+pub static REMOVED_FLAGS: &[RemovedFlag] = &[
+    RemovedFlag {
+        name: "--enable-deepep-moe",
+        removed_in: "0.5.6",
+        replacement: "`--moe-a2a-backend deepep` (the `moe_a2a_backend: deepep` side field)",
+    },
+    RemovedFlag {
+        name: "--disaggregation-decode-tp",
+        removed_in: "0.5.10",
+        replacement: "nothing: set the decode side's own `--tp-size` (`decode.tp`)",
+    },
+    RemovedFlag {
+        name: "--disaggregation-decode-dp",
+        removed_in: "0.5.10",
+        replacement: "nothing: set the decode side's own `--dp-size` (`decode.dp`/`decode.attn_dp`)",
+    },
+    RemovedFlag {
+        name: "--disaggregation-prefill-pp",
+        removed_in: "0.5.10",
+        replacement: "nothing: the decode reads the prefill PP from the bootstrap server",
+    },
+    RemovedFlag {
+        name: "--pdlb-url",
+        removed_in: "0.5.3",
+        replacement: "the router (`python -m sglang_router.launch_router --pd-disaggregation`)",
+    },
+    RemovedFlag {
+        name: "--disaggregation-decode-enable-fake-auto",
+        removed_in: "0.5.10",
+        replacement: "`--disaggregation-transfer-backend fake` on the decode side",
+    },
+];
+
+/// The removed flag with this spelling.
+pub fn removed_flag(spelling: &str) -> Option<&'static RemovedFlag> {
+    REMOVED_FLAGS.iter().find(|r| r.name == spelling)
+}
+
+/// `--model-path`: Weights to serve. Not checked by SGLang; a mismatch silently corrupts KV.
+pub static MODEL_PATH: Flag = Flag {
+    name: "--model-path",
+    aliases: &["--model"],
+    dest: "model_path",
+    kind: Kind::Str,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::MustMatch,
+    releases: 0b1111111,
+    field: "Model.path",
+    doc: "Weights to serve. Not checked by SGLang; a mismatch silently corrupts KV.",
+};
+
+/// `--tokenizer-path`: Both sides tokenize every request; the decode pre-allocates KV from its own count.
+pub static TOKENIZER_PATH: Flag = Flag {
+    name: "--tokenizer-path",
+    aliases: &[],
+    dest: "tokenizer_path",
+    kind: Kind::Str,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::MustMatch,
+    releases: 0b1111111,
+    field: "Model.tokenizer",
+    doc: "Both sides tokenize every request; the decode pre-allocates KV from its own count.",
+};
+
+/// `--tokenizer-mode`: Tokenizer mode.
+pub static TOKENIZER_MODE: Flag = Flag {
+    name: "--tokenizer-mode",
+    aliases: &[],
+    dest: "tokenizer_mode",
+    kind: Kind::Str,
+    choices: crate::choices::TokenizerMode::NAMES,
+    default: Dflt::Str("auto"),
+    relation: Relation::MustMatch,
+    releases: 0b1111111,
+    field: "Model.tokenizer_mode",
+    doc: "Tokenizer mode.",
+};
+
+/// `--revision`: Weights revision.
+pub static REVISION: Flag = Flag {
+    name: "--revision",
+    aliases: &[],
+    dest: "revision",
+    kind: Kind::Str,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::MustMatch,
+    releases: 0b1111111,
+    field: "Model.revision",
+    doc: "Weights revision.",
+};
+
+/// `--trust-remote-code`: Model code must load identically.
+pub static TRUST_REMOTE_CODE: Flag = Flag {
+    name: "--trust-remote-code",
+    aliases: &[],
+    dest: "trust_remote_code",
+    kind: Kind::Switch,
+    choices: &[],
+    default: Dflt::Switch(false),
+    relation: Relation::MustMatch,
+    releases: 0b1111111,
+    field: "Model.trust_remote_code",
+    doc: "Model code must load identically.",
+};
+
+/// `--dtype`: With `--kv-cache-dtype auto` the KV element type is the model dtype.
+pub static DTYPE: Flag = Flag {
+    name: "--dtype",
+    aliases: &[],
+    dest: "dtype",
+    kind: Kind::Str,
+    choices: crate::choices::ModelDtype::NAMES,
+    default: Dflt::Str("auto"),
+    relation: Relation::MustMatch,
+    releases: 0b1111111,
+    field: "Model.dtype",
+    doc: "With `--kv-cache-dtype auto` the KV element type is the model dtype.",
+};
+
+/// `--quantization`: The resolved quantization decides what `auto` KV dtype means.
+pub static QUANTIZATION: Flag = Flag {
+    name: "--quantization",
+    aliases: &[],
+    dest: "quantization",
+    kind: Kind::Str,
+    choices: crate::choices::Quantization::NAMES,
+    default: Dflt::None,
+    relation: Relation::MustMatch,
+    releases: 0b1111111,
+    field: "Model.quantization",
+    doc: "The resolved quantization decides what `auto` KV dtype means.",
+};
+
+/// `--context-length`: A prefill accepting longer prompts than the decode can hold aborts requests.
+pub static CONTEXT_LENGTH: Flag = Flag {
+    name: "--context-length",
+    aliases: &[],
+    dest: "context_length",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::ShouldMatch,
+    releases: 0b1111111,
+    field: "Model.context_length",
+    doc: "A prefill accepting longer prompts than the decode can hold aborts requests.",
+};
+
+/// `--served-model-name`: Clients and the gateway see this name.
+pub static SERVED_MODEL_NAME: Flag = Flag {
+    name: "--served-model-name",
+    aliases: &[],
+    dest: "served_model_name",
+    kind: Kind::Str,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::ShouldMatch,
+    releases: 0b1111111,
+    field: "Model.served_name",
+    doc: "Clients and the gateway see this name.",
+};
+
+/// `--chat-template`: Chat requests are templated on each side independently.
+pub static CHAT_TEMPLATE: Flag = Flag {
+    name: "--chat-template",
+    aliases: &[],
+    dest: "chat_template",
+    kind: Kind::Str,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::MustMatch,
+    releases: 0b1111111,
+    field: "Model.chat_template",
+    doc: "Chat requests are templated on each side independently.",
+};
+
+/// `--page-size`: Checked by SGLang on the first request (A1): "Page size mismatch".
+pub static PAGE_SIZE: Flag = Flag {
+    name: "--page-size",
+    aliases: &[],
+    dest: "page_size",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::MustMatch,
+    releases: 0b1111111,
+    field: "Shared.page_size",
+    doc: "Checked by SGLang on the first request (A1): \"Page size mismatch\".",
+};
+
+/// `--kv-cache-dtype`: Checked by SGLang as a string (A2): "KV cache dtype mismatch".
+pub static KV_CACHE_DTYPE: Flag = Flag {
+    name: "--kv-cache-dtype",
+    aliases: &[],
+    dest: "kv_cache_dtype",
+    kind: Kind::Str,
+    choices: crate::choices::KvCacheDtype::NAMES,
+    default: Dflt::Str("auto"),
+    relation: Relation::MustMatch,
+    releases: 0b1111111,
+    field: "Shared.kv_cache_dtype",
+    doc: "Checked by SGLang as a string (A2): \"KV cache dtype mismatch\".",
+};
+
+/// `--disaggregation-transfer-backend`: Both sides must speak the same transfer engine.
+pub static TRANSFER_BACKEND: Flag = Flag {
+    name: "--disaggregation-transfer-backend",
+    aliases: &[],
+    dest: "disaggregation_transfer_backend",
+    kind: Kind::Str,
+    choices: crate::choices::TransferBackend::NAMES,
+    default: Dflt::Str("mooncake"),
+    relation: Relation::MustMatch,
+    releases: 0b1111111,
+    field: "Shared.transfer_backend",
+    doc: "Both sides must speak the same transfer engine.",
+};
+
+/// `--attention-backend`: Can snap the page size (flashmla 64, cutlass_mla 128, trtllm_* 64...).
+pub static ATTENTION_BACKEND: Flag = Flag {
+    name: "--attention-backend",
+    aliases: &[],
+    dest: "attention_backend",
+    kind: Kind::Str,
+    choices: crate::choices::AttentionBackend::NAMES,
+    default: Dflt::None,
+    relation: Relation::MustMatch,
+    releases: 0b1111111,
+    field: "Shared.attention_backend",
+    doc: "Can snap the page size (flashmla 64, cutlass_mla 128, trtllm_* 64...).",
+};
+
+/// `--prefill-attention-backend`: Page-size snaps read it on either server.
+pub static PREFILL_ATTENTION_BACKEND: Flag = Flag {
+    name: "--prefill-attention-backend",
+    aliases: &[],
+    dest: "prefill_attention_backend",
+    kind: Kind::Str,
+    choices: crate::choices::AttentionBackend::NAMES,
+    default: Dflt::None,
+    relation: Relation::MustMatch,
+    releases: 0b1111111,
+    field: "Shared.prefill_attention_backend",
+    doc: "Page-size snaps read it on either server.",
+};
+
+/// `--decode-attention-backend`: Page-size snaps read it even on a prefill server.
+pub static DECODE_ATTENTION_BACKEND: Flag = Flag {
+    name: "--decode-attention-backend",
+    aliases: &[],
+    dest: "decode_attention_backend",
+    kind: Kind::Str,
+    choices: crate::choices::AttentionBackend::NAMES,
+    default: Dflt::None,
+    relation: Relation::MustMatch,
+    releases: 0b1111111,
+    field: "Shared.decode_attention_backend",
+    doc: "Page-size snaps read it even on a prefill server.",
+};
+
+/// `--dsa-prefill-backend`: Decides the fp8 MLA row size (576 B for trtllm, 656 B otherwise).
+pub static DSA_PREFILL_BACKEND: Flag = Flag {
+    name: "--dsa-prefill-backend",
+    aliases: &[],
+    dest: "dsa_prefill_backend",
+    kind: Kind::Str,
+    choices: crate::choices::DsaBackend::NAMES,
+    default: Dflt::None,
+    relation: Relation::MustMatch,
+    releases: 0b1100000,
+    field: "Shared.dsa_prefill_backend",
+    doc: "Decides the fp8 MLA row size (576 B for trtllm, 656 B otherwise).",
+};
+
+/// `--dsa-decode-backend`: Decides the fp8 MLA row size (576 B for trtllm, 656 B otherwise).
+pub static DSA_DECODE_BACKEND: Flag = Flag {
+    name: "--dsa-decode-backend",
+    aliases: &[],
+    dest: "dsa_decode_backend",
+    kind: Kind::Str,
+    choices: crate::choices::DsaBackend::NAMES,
+    default: Dflt::None,
+    relation: Relation::MustMatch,
+    releases: 0b1100000,
+    field: "Shared.dsa_decode_backend",
+    doc: "Decides the fp8 MLA row size (576 B for trtllm, 656 B otherwise).",
+};
+
+/// `--nsa-prefill-backend`: Spelling of `--dsa-prefill-backend` before 0.5.19.
+pub static NSA_PREFILL_BACKEND: Flag = Flag {
+    name: "--nsa-prefill-backend",
+    aliases: &[],
+    dest: "dsa_prefill_backend",
+    kind: Kind::Str,
+    choices: crate::choices::DsaBackend::NAMES,
+    default: Dflt::None,
+    relation: Relation::MustMatch,
+    releases: 0b0111000,
+    field: "Shared.dsa_prefill_backend",
+    doc: "Spelling of `--dsa-prefill-backend` before 0.5.19.",
+};
+
+/// `--nsa-decode-backend`: Spelling of `--dsa-decode-backend` before 0.5.19.
+pub static NSA_DECODE_BACKEND: Flag = Flag {
+    name: "--nsa-decode-backend",
+    aliases: &[],
+    dest: "dsa_decode_backend",
+    kind: Kind::Str,
+    choices: crate::choices::DsaBackend::NAMES,
+    default: Dflt::None,
+    relation: Relation::MustMatch,
+    releases: 0b0111000,
+    field: "Shared.dsa_decode_backend",
+    doc: "Spelling of `--dsa-decode-backend` before 0.5.19.",
+};
+
+/// `--speculative-algorithm`: The prefill runs the draft and ships its hidden states, top-k and draft KV.
+pub static SPECULATIVE_ALGORITHM: Flag = Flag {
+    name: "--speculative-algorithm",
+    aliases: &[],
+    dest: "speculative_algorithm",
+    kind: Kind::Str,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::MustMatch,
+    releases: 0b1111111,
+    field: "Speculative.algorithm",
+    doc: "The prefill runs the draft and ships its hidden states, top-k and draft KV.",
+};
+
+/// `--speculative-draft-model-path`: Draft KV geometry must match.
+pub static SPECULATIVE_DRAFT_MODEL_PATH: Flag = Flag {
+    name: "--speculative-draft-model-path",
+    aliases: &["--speculative-draft-model"],
+    dest: "speculative_draft_model_path",
+    kind: Kind::Str,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::MustMatch,
+    releases: 0b1111111,
+    field: "Speculative.draft_model_path",
+    doc: "Draft KV geometry must match.",
+};
+
+/// `--speculative-num-steps`: Draft steps.
+pub static SPECULATIVE_NUM_STEPS: Flag = Flag {
+    name: "--speculative-num-steps",
+    aliases: &[],
+    dest: "speculative_num_steps",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::MustMatch,
+    releases: 0b1111111,
+    field: "Speculative.num_steps",
+    doc: "Draft steps.",
+};
+
+/// `--speculative-eagle-topk`: Top-k travels in fixed-width aux slots.
+pub static SPECULATIVE_EAGLE_TOPK: Flag = Flag {
+    name: "--speculative-eagle-topk",
+    aliases: &[],
+    dest: "speculative_eagle_topk",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::MustMatch,
+    releases: 0b1111111,
+    field: "Speculative.eagle_topk",
+    doc: "Top-k travels in fixed-width aux slots.",
+};
+
+/// `--speculative-num-draft-tokens`: Draft tokens.
+pub static SPECULATIVE_NUM_DRAFT_TOKENS: Flag = Flag {
+    name: "--speculative-num-draft-tokens",
+    aliases: &[],
+    dest: "speculative_num_draft_tokens",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::MustMatch,
+    releases: 0b1111111,
+    field: "Speculative.num_draft_tokens",
+    doc: "Draft tokens.",
+};
+
+/// `--speculative-draft-kv-cache-dtype`: Draft KV element type.
+pub static SPECULATIVE_DRAFT_KV_CACHE_DTYPE: Flag = Flag {
+    name: "--speculative-draft-kv-cache-dtype",
+    aliases: &[],
+    dest: "speculative_draft_kv_cache_dtype",
+    kind: Kind::Str,
+    choices: crate::choices::KvCacheDtype::NAMES,
+    default: Dflt::None,
+    relation: Relation::MustMatch,
+    releases: 0b1100000,
+    field: "Speculative.draft_kv_cache_dtype",
+    doc: "Draft KV element type.",
+};
+
+/// `--speculative-draft-attention-backend`: Can snap the page size (trtllm_mha).
+pub static SPECULATIVE_DRAFT_ATTENTION_BACKEND: Flag = Flag {
+    name: "--speculative-draft-attention-backend",
+    aliases: &[],
+    dest: "speculative_draft_attention_backend",
+    kind: Kind::Str,
+    choices: crate::choices::AttentionBackend::NAMES,
+    default: Dflt::None,
+    relation: Relation::MustMatch,
+    releases: 0b1110000,
+    field: "Speculative.draft_attention_backend",
+    doc: "Can snap the page size (trtllm_mha).",
+};
+
+/// `--kv-canary`: Adds KV regions; one-sided canaries shift the layout.
+pub static KV_CANARY: Flag = Flag {
+    name: "--kv-canary",
+    aliases: &[],
+    dest: "kv_canary",
+    kind: Kind::Str,
+    choices: crate::choices::KvCanary::NAMES,
+    default: Dflt::Str("none"),
+    relation: Relation::MustMatch,
+    releases: 0b1100000,
+    field: "Shared.kv_canary",
+    doc: "Adds KV regions; one-sided canaries shift the layout.",
+};
+
+/// `--kv-canary-real-data`: Real-KV canary checks.
+pub static KV_CANARY_REAL_DATA: Flag = Flag {
+    name: "--kv-canary-real-data",
+    aliases: &[],
+    dest: "kv_canary_real_data",
+    kind: Kind::Str,
+    choices: crate::choices::KvCanaryRealData::NAMES,
+    default: Dflt::Str("none"),
+    relation: Relation::MustMatch,
+    releases: 0b1100000,
+    field: "Shared.kv_canary_real_data",
+    doc: "Real-KV canary checks.",
+};
+
+/// `--enable-unified-memory`: Whole-envelope KV path (D1/D2 checks).
+pub static ENABLE_UNIFIED_MEMORY: Flag = Flag {
+    name: "--enable-unified-memory",
+    aliases: &[],
+    dest: "enable_unified_memory",
+    kind: Kind::Switch,
+    choices: &[],
+    default: Dflt::Switch(false),
+    relation: Relation::MustMatch,
+    releases: 0b1100000,
+    field: "Shared.enable_unified_memory",
+    doc: "Whole-envelope KV path (D1/D2 checks).",
+};
+
+/// `--enable-page-major-kv-layout`: Changes the KV layout; nothing checks it outside unified memory.
+pub static ENABLE_PAGE_MAJOR_KV_LAYOUT: Flag = Flag {
+    name: "--enable-page-major-kv-layout",
+    aliases: &[],
+    dest: "enable_page_major_kv_layout",
+    kind: Kind::Switch,
+    choices: &[],
+    default: Dflt::Switch(false),
+    relation: Relation::MustMatch,
+    releases: 0b1100000,
+    field: "Shared.enable_page_major_kv_layout",
+    doc: "Changes the KV layout; nothing checks it outside unified memory.",
+};
+
+/// `--disaggregation-mode`: Rendered from the side: `prefill` or `decode`.
+pub static DISAGGREGATION_MODE: Flag = Flag {
+    name: "--disaggregation-mode",
+    aliases: &[],
+    dest: "disaggregation_mode",
+    kind: Kind::Str,
+    choices: &[],
+    default: Dflt::Str("null"),
+    relation: Relation::PerSide,
+    releases: 0b1111111,
+    field: "",
+    doc: "Rendered from the side: `prefill` or `decode`.",
+};
+
+/// `--host`: The prefill bootstrap server binds here; a remote decode cannot reach 127.0.0.1.
+pub static HOST: Flag = Flag {
+    name: "--host",
+    aliases: &[],
+    dest: "host",
+    kind: Kind::Str,
+    choices: &[],
+    default: Dflt::Str("127.0.0.1"),
+    relation: Relation::PerNode,
+    releases: 0b1111111,
+    field: "Side.bind_host",
+    doc: "The prefill bootstrap server binds here; a remote decode cannot reach 127.0.0.1.",
+};
+
+/// `--port`: HTTP port; the router is rendered from it.
+pub static PORT: Flag = Flag {
+    name: "--port",
+    aliases: &[],
+    dest: "port",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::Int(30000),
+    relation: Relation::PerInstance,
+    releases: 0b1111111,
+    field: "Instance.port",
+    doc: "HTTP port; the router is rendered from it.",
+};
+
+/// `--disaggregation-bootstrap-port`: Prefill binds it; the router and decode are rendered from the same value.
+pub static BOOTSTRAP_PORT: Flag = Flag {
+    name: "--disaggregation-bootstrap-port",
+    aliases: &[],
+    dest: "disaggregation_bootstrap_port",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::Int(8998),
+    relation: Relation::Link,
+    releases: 0b1111111,
+    field: "Instance.bootstrap_port",
+    doc: "Prefill binds it; the router and decode are rendered from the same value.",
+};
+
+/// `--disaggregation-ib-device`: RDMA device(s) of the node.
+pub static IB_DEVICE: Flag = Flag {
+    name: "--disaggregation-ib-device",
+    aliases: &[],
+    dest: "disaggregation_ib_device",
+    kind: Kind::Str,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::PerNode,
+    releases: 0b1111111,
+    field: "Node.ib_device",
+    doc: "RDMA device(s) of the node.",
+};
+
+/// `--dist-init-addr`: Multi-node rendezvous on node 0; SGLang uses the port and the next six.
+pub static DIST_INIT_ADDR: Flag = Flag {
+    name: "--dist-init-addr",
+    aliases: &["--nccl-init-addr"],
+    dest: "dist_init_addr",
+    kind: Kind::Str,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::PerInstance,
+    releases: 0b1111111,
+    field: "Instance.dist_init_port",
+    doc: "Multi-node rendezvous on node 0; SGLang uses the port and the next six.",
+};
+
+/// `--nnodes`: Rendered from the number of nodes of the instance.
+pub static NNODES: Flag = Flag {
+    name: "--nnodes",
+    aliases: &[],
+    dest: "nnodes",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::Int(1),
+    relation: Relation::PerInstance,
+    releases: 0b1111111,
+    field: "",
+    doc: "Rendered from the number of nodes of the instance.",
+};
+
+/// `--node-rank`: Rendered from the node position.
+pub static NODE_RANK: Flag = Flag {
+    name: "--node-rank",
+    aliases: &[],
+    dest: "node_rank",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::Int(0),
+    relation: Relation::PerNode,
+    releases: 0b1111111,
+    field: "",
+    doc: "Rendered from the node position.",
+};
+
+/// `--base-gpu-id`: First GPU index on the node.
+pub static BASE_GPU_ID: Flag = Flag {
+    name: "--base-gpu-id",
+    aliases: &[],
+    dest: "base_gpu_id",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::Int(0),
+    relation: Relation::PerNode,
+    releases: 0b1111111,
+    field: "Node.base_gpu_id",
+    doc: "First GPU index on the node.",
+};
+
+/// `--nccl-port`: Colocated servers need distinct values.
+pub static NCCL_PORT: Flag = Flag {
+    name: "--nccl-port",
+    aliases: &[],
+    dest: "nccl_port",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::PerInstance,
+    releases: 0b1111111,
+    field: "Instance.nccl_port",
+    doc: "Colocated servers need distinct values.",
+};
+
+/// `--tp-size`: Attention TP (tp / attn_dp / attn_cp) must divide across sides.
+pub static TP_SIZE: Flag = Flag {
+    name: "--tp-size",
+    aliases: &["--tensor-parallel-size"],
+    dest: "tp_size",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::Int(1),
+    relation: Relation::Related,
+    releases: 0b1111111,
+    field: "Side.tp",
+    doc: "Attention TP (tp / attn_dp / attn_cp) must divide across sides.",
+};
+
+/// `--dp-size`: Data-parallel replicas (before 0.5.23 also the DP-attention width).
+pub static DP_SIZE: Flag = Flag {
+    name: "--dp-size",
+    aliases: &["--data-parallel-size"],
+    dest: "dp_size",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::Int(1),
+    relation: Relation::PerSide,
+    releases: 0b1111111,
+    field: "Side.dp",
+    doc: "Data-parallel replicas (before 0.5.23 also the DP-attention width).",
+};
+
+/// `--attn-dp-size`: DP-attention width.
+pub static ATTN_DP_SIZE: Flag = Flag {
+    name: "--attn-dp-size",
+    aliases: &["--attention-data-parallel-size"],
+    dest: "attn_dp_size",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::Int(1),
+    relation: Relation::PerSide,
+    releases: 0b1000000,
+    field: "Side.attn_dp",
+    doc: "DP-attention width.",
+};
+
+/// `--enable-dp-attention`: DP attention before 0.5.23 (`--dp-size N --enable-dp-attention`).
+pub static ENABLE_DP_ATTENTION: Flag = Flag {
+    name: "--enable-dp-attention",
+    aliases: &[],
+    dest: "enable_dp_attention",
+    kind: Kind::Switch,
+    choices: &[],
+    default: Dflt::Switch(false),
+    relation: Relation::PerSide,
+    releases: 0b1111111,
+    field: "Side.attn_dp",
+    doc: "DP attention before 0.5.23 (`--dp-size N --enable-dp-attention`).",
+};
+
+/// `--pp-size`: Decode PP must equal the prefill PP or be 1.
+pub static PP_SIZE: Flag = Flag {
+    name: "--pp-size",
+    aliases: &["--pipeline-parallel-size"],
+    dest: "pp_size",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::Int(1),
+    relation: Relation::Related,
+    releases: 0b1111111,
+    field: "Side.pp",
+    doc: "Decode PP must equal the prefill PP or be 1.",
+};
+
+/// `--ep-size`: Forced to tp when an all-to-all backend is set.
+pub static EP_SIZE: Flag = Flag {
+    name: "--ep-size",
+    aliases: &["--expert-parallel-size", "--ep"],
+    dest: "ep_size",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::Int(1),
+    relation: Relation::PerSide,
+    releases: 0b1111111,
+    field: "Side.ep",
+    doc: "Forced to tp when an all-to-all backend is set.",
+};
+
+/// `--moe-a2a-backend`: MoE all-to-all backend.
+pub static MOE_A2A_BACKEND: Flag = Flag {
+    name: "--moe-a2a-backend",
+    aliases: &[],
+    dest: "moe_a2a_backend",
+    kind: Kind::Str,
+    choices: crate::choices::MoeA2aBackend::NAMES,
+    default: Dflt::Str("none"),
+    relation: Relation::PerSide,
+    releases: 0b1111111,
+    field: "Side.moe_a2a_backend",
+    doc: "MoE all-to-all backend.",
+};
+
+/// `--deepep-mode`: `normal` disables CUDA graphs: use it on prefill, not decode.
+pub static DEEPEP_MODE: Flag = Flag {
+    name: "--deepep-mode",
+    aliases: &[],
+    dest: "deepep_mode",
+    kind: Kind::Str,
+    choices: crate::choices::DeepepMode::NAMES,
+    default: Dflt::Str("auto"),
+    relation: Relation::PerSide,
+    releases: 0b1111111,
+    field: "Side.deepep_mode",
+    doc: "`normal` disables CUDA graphs: use it on prefill, not decode.",
+};
+
+/// `--moe-dense-tp-size`: Must be 1 or tp.
+pub static MOE_DENSE_TP_SIZE: Flag = Flag {
+    name: "--moe-dense-tp-size",
+    aliases: &[],
+    dest: "moe_dense_tp_size",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::PerSide,
+    releases: 0b1111111,
+    field: "Side.moe_dense_tp",
+    doc: "Must be 1 or tp.",
+};
+
+/// `--enable-dp-lm-head`: Needs DP attention.
+pub static ENABLE_DP_LM_HEAD: Flag = Flag {
+    name: "--enable-dp-lm-head",
+    aliases: &[],
+    dest: "enable_dp_lm_head",
+    kind: Kind::Switch,
+    choices: &[],
+    default: Dflt::Switch(false),
+    relation: Relation::PerSide,
+    releases: 0b1111111,
+    field: "Side.enable_dp_lm_head",
+    doc: "Needs DP attention.",
+};
+
+/// `--attn-cp-size`: The decode must have attention CP 1.
+pub static ATTN_CP_SIZE: Flag = Flag {
+    name: "--attn-cp-size",
+    aliases: &["--attention-context-parallel-size"],
+    dest: "attn_cp_size",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::Int(1),
+    relation: Relation::PrefillOnly,
+    releases: 0b1110000,
+    field: "Side.attn_cp",
+    doc: "The decode must have attention CP 1.",
+};
+
+/// `--enable-prefill-cp`: Rejected on decode.
+pub static ENABLE_PREFILL_CP: Flag = Flag {
+    name: "--enable-prefill-cp",
+    aliases: &[],
+    dest: "enable_prefill_cp",
+    kind: Kind::Switch,
+    choices: &[],
+    default: Dflt::Switch(false),
+    relation: Relation::PrefillOnly,
+    releases: 0b1100000,
+    field: "Side.enable_prefill_cp",
+    doc: "Rejected on decode.",
+};
+
+/// `--dcp-size`: Equal on both sides, or prefill 1 with decode >1 for MLA.
+pub static DCP_SIZE: Flag = Flag {
+    name: "--dcp-size",
+    aliases: &["--decode-context-parallel-size"],
+    dest: "dcp_size",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::Int(1),
+    relation: Relation::Related,
+    releases: 0b1100000,
+    field: "Side.dcp",
+    doc: "Equal on both sides, or prefill 1 with decode >1 for MLA.",
+};
+
+/// `--mem-fraction-static`: Memory for weights and KV.
+pub static MEM_FRACTION_STATIC: Flag = Flag {
+    name: "--mem-fraction-static",
+    aliases: &[],
+    dest: "mem_fraction_static",
+    kind: Kind::Float,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::PerSide,
+    releases: 0b1111111,
+    field: "Side.mem_fraction_static",
+    doc: "Memory for weights and KV.",
+};
+
+/// `--max-running-requests`: Concurrent requests.
+pub static MAX_RUNNING_REQUESTS: Flag = Flag {
+    name: "--max-running-requests",
+    aliases: &[],
+    dest: "max_running_requests",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::PerSide,
+    releases: 0b1111111,
+    field: "Side.max_running_requests",
+    doc: "Concurrent requests.",
+};
+
+/// `--chunked-prefill-size`: Must be a multiple of the page size (per DP rank).
+pub static CHUNKED_PREFILL_SIZE: Flag = Flag {
+    name: "--chunked-prefill-size",
+    aliases: &[],
+    dest: "chunked_prefill_size",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::PrefillOnly,
+    releases: 0b1111111,
+    field: "Side.chunked_prefill_size",
+    doc: "Must be a multiple of the page size (per DP rank).",
+};
+
+/// `--max-prefill-tokens`: Prefill batch budget.
+pub static MAX_PREFILL_TOKENS: Flag = Flag {
+    name: "--max-prefill-tokens",
+    aliases: &[],
+    dest: "max_prefill_tokens",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::Int(16384),
+    relation: Relation::PrefillOnly,
+    releases: 0b1111111,
+    field: "Side.max_prefill_tokens",
+    doc: "Prefill batch budget.",
+};
+
+/// `--cuda-graph-max-bs-decode`: Largest decode batch in a CUDA graph.
+pub static CUDA_GRAPH_MAX_BS_DECODE: Flag = Flag {
+    name: "--cuda-graph-max-bs-decode",
+    aliases: &[],
+    dest: "cuda_graph_max_bs_decode",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::DecodeOnly,
+    releases: 0b1100000,
+    field: "Side.cuda_graph_max_bs",
+    doc: "Largest decode batch in a CUDA graph.",
+};
+
+/// `--cuda-graph-max-bs-prefill`: Largest prefill batch in a CUDA graph.
+pub static CUDA_GRAPH_MAX_BS_PREFILL: Flag = Flag {
+    name: "--cuda-graph-max-bs-prefill",
+    aliases: &[],
+    dest: "cuda_graph_max_bs_prefill",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::PrefillOnly,
+    releases: 0b1100000,
+    field: "Side.cuda_graph_max_bs",
+    doc: "Largest prefill batch in a CUDA graph.",
+};
+
+/// `--cuda-graph-max-bs`: Spelling before 0.5.19 (deprecated alias in 0.5.19).
+pub static CUDA_GRAPH_MAX_BS: Flag = Flag {
+    name: "--cuda-graph-max-bs",
+    aliases: &[],
+    dest: "cuda_graph_max_bs_decode",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::DecodeOnly,
+    releases: 0b0111111,
+    field: "Side.cuda_graph_max_bs",
+    doc: "Spelling before 0.5.19 (deprecated alias in 0.5.19).",
+};
+
+/// `--disable-decode-cuda-graph`: No decode CUDA graphs.
+pub static DISABLE_DECODE_CUDA_GRAPH: Flag = Flag {
+    name: "--disable-decode-cuda-graph",
+    aliases: &[],
+    dest: "disable_decode_cuda_graph",
+    kind: Kind::Switch,
+    choices: &[],
+    default: Dflt::Switch(false),
+    relation: Relation::DecodeOnly,
+    releases: 0b1100000,
+    field: "Side.disable_cuda_graph",
+    doc: "No decode CUDA graphs.",
+};
+
+/// `--disable-prefill-cuda-graph`: No prefill CUDA graphs.
+pub static DISABLE_PREFILL_CUDA_GRAPH: Flag = Flag {
+    name: "--disable-prefill-cuda-graph",
+    aliases: &[],
+    dest: "disable_prefill_cuda_graph",
+    kind: Kind::Switch,
+    choices: &[],
+    default: Dflt::Switch(false),
+    relation: Relation::PrefillOnly,
+    releases: 0b1100000,
+    field: "Side.disable_cuda_graph",
+    doc: "No prefill CUDA graphs.",
+};
+
+/// `--disable-cuda-graph`: Spelling before 0.5.19.
+pub static DISABLE_CUDA_GRAPH: Flag = Flag {
+    name: "--disable-cuda-graph",
+    aliases: &[],
+    dest: "disable_cuda_graph",
+    kind: Kind::Switch,
+    choices: &[],
+    default: Dflt::Switch(false),
+    relation: Relation::PerSide,
+    releases: 0b1111111,
+    field: "Side.disable_cuda_graph",
+    doc: "Spelling before 0.5.19.",
+};
+
+/// `--load-balance-method`: `auto` is follow_bootstrap_room on prefill, round_robin on decode.
+pub static LOAD_BALANCE_METHOD: Flag = Flag {
+    name: "--load-balance-method",
+    aliases: &[],
+    dest: "load_balance_method",
+    kind: Kind::Str,
+    choices: crate::choices::LoadBalanceMethod::NAMES,
+    default: Dflt::Str("auto"),
+    relation: Relation::PerSide,
+    releases: 0b1111111,
+    field: "Side.load_balance_method",
+    doc: "`auto` is follow_bootstrap_room on prefill, round_robin on decode.",
+};
+
+/// `--enable-hierarchical-cache`: On decode it needs the decode radix cache.
+pub static ENABLE_HIERARCHICAL_CACHE: Flag = Flag {
+    name: "--enable-hierarchical-cache",
+    aliases: &["--enable-hicache"],
+    dest: "enable_hierarchical_cache",
+    kind: Kind::Switch,
+    choices: &[],
+    default: Dflt::Switch(false),
+    relation: Relation::PerSide,
+    releases: 0b1111111,
+    field: "Side.hicache",
+    doc: "On decode it needs the decode radix cache.",
+};
+
+/// `--hicache-ratio`: Host/device cache ratio.
+pub static HICACHE_RATIO: Flag = Flag {
+    name: "--hicache-ratio",
+    aliases: &[],
+    dest: "hicache_ratio",
+    kind: Kind::Float,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::PerSide,
+    releases: 0b1111111,
+    field: "HiCache.ratio",
+    doc: "Host/device cache ratio.",
+};
+
+/// `--hicache-size`: Host cache size (GB).
+pub static HICACHE_SIZE: Flag = Flag {
+    name: "--hicache-size",
+    aliases: &[],
+    dest: "hicache_size",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::Int(0),
+    relation: Relation::PerSide,
+    releases: 0b1111111,
+    field: "HiCache.size",
+    doc: "Host cache size (GB).",
+};
+
+/// `--hicache-storage-backend`: Storage tier; decode offload needs one.
+pub static HICACHE_STORAGE_BACKEND: Flag = Flag {
+    name: "--hicache-storage-backend",
+    aliases: &[],
+    dest: "hicache_storage_backend",
+    kind: Kind::Str,
+    choices: crate::choices::HicacheStorageBackend::NAMES,
+    default: Dflt::None,
+    relation: Relation::PerSide,
+    releases: 0b1111111,
+    field: "HiCache.storage_backend",
+    doc: "Storage tier; decode offload needs one.",
+};
+
+/// `--hicache-write-policy`: Write policy.
+pub static HICACHE_WRITE_POLICY: Flag = Flag {
+    name: "--hicache-write-policy",
+    aliases: &[],
+    dest: "hicache_write_policy",
+    kind: Kind::Str,
+    choices: crate::choices::HicacheWritePolicy::NAMES,
+    default: Dflt::Str("write_through"),
+    relation: Relation::PerSide,
+    releases: 0b1111111,
+    field: "HiCache.write_policy",
+    doc: "Write policy.",
+};
+
+/// `--disaggregation-decode-enable-radix-cache`: Radix cache on decode.
+pub static DECODE_RADIX_CACHE: Flag = Flag {
+    name: "--disaggregation-decode-enable-radix-cache",
+    aliases: &[],
+    dest: "disaggregation_decode_enable_radix_cache",
+    kind: Kind::Switch,
+    choices: &[],
+    default: Dflt::Switch(false),
+    relation: Relation::DecodeOnly,
+    releases: 0b1100000,
+    field: "Side.decode_radix_cache",
+    doc: "Radix cache on decode.",
+};
+
+/// `--disaggregation-decode-enable-offload-kvcache`: Needs `--hicache-storage-backend`.
+pub static DECODE_OFFLOAD_KVCACHE: Flag = Flag {
+    name: "--disaggregation-decode-enable-offload-kvcache",
+    aliases: &[],
+    dest: "disaggregation_decode_enable_offload_kvcache",
+    kind: Kind::Switch,
+    choices: &[],
+    default: Dflt::Switch(false),
+    relation: Relation::DecodeOnly,
+    releases: 0b1111100,
+    field: "Side.decode_offload_kvcache",
+    doc: "Needs `--hicache-storage-backend`.",
+};
+
+/// `--disaggregation-decode-retraction-backup`: Retracted KV backup.
+pub static DECODE_RETRACTION_BACKUP: Flag = Flag {
+    name: "--disaggregation-decode-retraction-backup",
+    aliases: &[],
+    dest: "disaggregation_decode_retraction_backup",
+    kind: Kind::Str,
+    choices: crate::choices::RetractionBackup::NAMES,
+    default: Dflt::None,
+    relation: Relation::DecodeOnly,
+    releases: 0b1100000,
+    field: "Side.decode_retraction_backup",
+    doc: "Retracted KV backup.",
+};
+
+/// `--num-reserved-decode-tokens`: Reserved tokens per decode request.
+pub static NUM_RESERVED_DECODE_TOKENS: Flag = Flag {
+    name: "--num-reserved-decode-tokens",
+    aliases: &[],
+    dest: "num_reserved_decode_tokens",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::Int(512),
+    relation: Relation::DecodeOnly,
+    releases: 0b1111111,
+    field: "Side.num_reserved_decode_tokens",
+    doc: "Reserved tokens per decode request.",
+};
+
+/// `--disaggregation-decode-extra-slots`: Extra pre-allocation slots.
+pub static DECODE_EXTRA_SLOTS: Flag = Flag {
+    name: "--disaggregation-decode-extra-slots",
+    aliases: &[],
+    dest: "disaggregation_decode_extra_slots",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::DecodeOnly,
+    releases: 0b1100000,
+    field: "Side.decode_extra_slots",
+    doc: "Extra pre-allocation slots.",
+};
+
+/// `--optimistic-prefill-attempts`: Optimistic prefill.
+pub static OPTIMISTIC_PREFILL_ATTEMPTS: Flag = Flag {
+    name: "--optimistic-prefill-attempts",
+    aliases: &[],
+    dest: "optimistic_prefill_attempts",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::Int(0),
+    relation: Relation::PrefillOnly,
+    releases: 0b1100000,
+    field: "Side.optimistic_prefill_attempts",
+    doc: "Optimistic prefill.",
+};
+
+/// `--enable-metrics`: Prometheus metrics.
+pub static ENABLE_METRICS: Flag = Flag {
+    name: "--enable-metrics",
+    aliases: &[],
+    dest: "enable_metrics",
+    kind: Kind::Switch,
+    choices: &[],
+    default: Dflt::Switch(false),
+    relation: Relation::PerSide,
+    releases: 0b1111111,
+    field: "Side.enable_metrics",
+    doc: "Prometheus metrics.",
+};
+
+/// `--config`: YAML file of server flags (sglang-config output); must be followed by its path as a separate token.
+pub static CONFIG: Flag = Flag {
+    name: "--config",
+    aliases: &[],
+    dest: "config",
+    kind: Kind::Str,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::PerSide,
+    releases: 0b1111100,
+    field: "",
+    doc: "YAML file of server flags (sglang-config output); must be followed by its path as a separate token.",
+};
+
+/// Every server flag pdlaunch models, in rendering order.
+pub static SERVER_FLAGS: &[&Flag] = &[
+    &MODEL_PATH,
+    &TOKENIZER_PATH,
+    &TOKENIZER_MODE,
+    &REVISION,
+    &TRUST_REMOTE_CODE,
+    &DTYPE,
+    &QUANTIZATION,
+    &CONTEXT_LENGTH,
+    &SERVED_MODEL_NAME,
+    &CHAT_TEMPLATE,
+    &PAGE_SIZE,
+    &KV_CACHE_DTYPE,
+    &TRANSFER_BACKEND,
+    &ATTENTION_BACKEND,
+    &PREFILL_ATTENTION_BACKEND,
+    &DECODE_ATTENTION_BACKEND,
+    &DSA_PREFILL_BACKEND,
+    &DSA_DECODE_BACKEND,
+    &NSA_PREFILL_BACKEND,
+    &NSA_DECODE_BACKEND,
+    &SPECULATIVE_ALGORITHM,
+    &SPECULATIVE_DRAFT_MODEL_PATH,
+    &SPECULATIVE_NUM_STEPS,
+    &SPECULATIVE_EAGLE_TOPK,
+    &SPECULATIVE_NUM_DRAFT_TOKENS,
+    &SPECULATIVE_DRAFT_KV_CACHE_DTYPE,
+    &SPECULATIVE_DRAFT_ATTENTION_BACKEND,
+    &KV_CANARY,
+    &KV_CANARY_REAL_DATA,
+    &ENABLE_UNIFIED_MEMORY,
+    &ENABLE_PAGE_MAJOR_KV_LAYOUT,
+    &DISAGGREGATION_MODE,
+    &HOST,
+    &PORT,
+    &BOOTSTRAP_PORT,
+    &IB_DEVICE,
+    &DIST_INIT_ADDR,
+    &NNODES,
+    &NODE_RANK,
+    &BASE_GPU_ID,
+    &NCCL_PORT,
+    &TP_SIZE,
+    &DP_SIZE,
+    &ATTN_DP_SIZE,
+    &ENABLE_DP_ATTENTION,
+    &PP_SIZE,
+    &EP_SIZE,
+    &MOE_A2A_BACKEND,
+    &DEEPEP_MODE,
+    &MOE_DENSE_TP_SIZE,
+    &ENABLE_DP_LM_HEAD,
+    &ATTN_CP_SIZE,
+    &ENABLE_PREFILL_CP,
+    &DCP_SIZE,
+    &MEM_FRACTION_STATIC,
+    &MAX_RUNNING_REQUESTS,
+    &CHUNKED_PREFILL_SIZE,
+    &MAX_PREFILL_TOKENS,
+    &CUDA_GRAPH_MAX_BS_DECODE,
+    &CUDA_GRAPH_MAX_BS_PREFILL,
+    &CUDA_GRAPH_MAX_BS,
+    &DISABLE_DECODE_CUDA_GRAPH,
+    &DISABLE_PREFILL_CUDA_GRAPH,
+    &DISABLE_CUDA_GRAPH,
+    &LOAD_BALANCE_METHOD,
+    &ENABLE_HIERARCHICAL_CACHE,
+    &HICACHE_RATIO,
+    &HICACHE_SIZE,
+    &HICACHE_STORAGE_BACKEND,
+    &HICACHE_WRITE_POLICY,
+    &DECODE_RADIX_CACHE,
+    &DECODE_OFFLOAD_KVCACHE,
+    &DECODE_RETRACTION_BACKUP,
+    &NUM_RESERVED_DECODE_TOKENS,
+    &DECODE_EXTRA_SLOTS,
+    &OPTIMISTIC_PREFILL_ATTEMPTS,
+    &ENABLE_METRICS,
+    &CONFIG,
+];
+
+/// `--pd-disaggregation`: PD mode; always rendered.
+pub static R_PD_DISAGGREGATION: Flag = Flag {
+    name: "--pd-disaggregation",
+    aliases: &[],
+    dest: "pd_disaggregation",
+    kind: Kind::Switch,
+    choices: &[],
+    default: Dflt::Switch(false),
+    relation: Relation::Router,
+    releases: 0b1111,
+    field: "",
+    doc: "PD mode; always rendered.",
+};
+
+/// `--prefill`: One per prefill instance: URL and bootstrap port, both rendered from the prefill side.
+pub static R_PREFILL: Flag = Flag {
+    name: "--prefill",
+    aliases: &[],
+    dest: "prefill",
+    kind: Kind::Append,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::Router,
+    releases: 0b1111,
+    field: "",
+    doc: "One per prefill instance: URL and bootstrap port, both rendered from the prefill side.",
+};
+
+/// `--decode`: One per decode instance: URL rendered from the decode side.
+pub static R_DECODE: Flag = Flag {
+    name: "--decode",
+    aliases: &[],
+    dest: "decode",
+    kind: Kind::Append,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::Router,
+    releases: 0b1111,
+    field: "",
+    doc: "One per decode instance: URL rendered from the decode side.",
+};
+
+/// `--host`: Router listen address.
+pub static R_HOST: Flag = Flag {
+    name: "--host",
+    aliases: &[],
+    dest: "host",
+    kind: Kind::Str,
+    choices: &[],
+    default: Dflt::Str("0.0.0.0"),
+    relation: Relation::Router,
+    releases: 0b1111,
+    field: "Router.host",
+    doc: "Router listen address.",
+};
+
+/// `--port`: Router port; its default (30000) collides with SGLang servers.
+pub static R_PORT: Flag = Flag {
+    name: "--port",
+    aliases: &[],
+    dest: "port",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::Int(30000),
+    relation: Relation::Router,
+    releases: 0b1111,
+    field: "Router.port",
+    doc: "Router port; its default (30000) collides with SGLang servers.",
+};
+
+/// `--policy`: Policy for both pools.
+pub static R_POLICY: Flag = Flag {
+    name: "--policy",
+    aliases: &[],
+    dest: "policy",
+    kind: Kind::Str,
+    choices: crate::choices::RouterPolicy::NAMES,
+    default: Dflt::Str("cache_aware"),
+    relation: Relation::Router,
+    releases: 0b1111,
+    field: "Router.policy",
+    doc: "Policy for both pools.",
+};
+
+/// `--prefill-policy`: Prefill policy.
+pub static R_PREFILL_POLICY: Flag = Flag {
+    name: "--prefill-policy",
+    aliases: &[],
+    dest: "prefill_policy",
+    kind: Kind::Str,
+    choices: crate::choices::RouterPolicy::NAMES,
+    default: Dflt::None,
+    relation: Relation::Router,
+    releases: 0b1111,
+    field: "Router.prefill_policy",
+    doc: "Prefill policy.",
+};
+
+/// `--decode-policy`: Decode policy.
+pub static R_DECODE_POLICY: Flag = Flag {
+    name: "--decode-policy",
+    aliases: &[],
+    dest: "decode_policy",
+    kind: Kind::Str,
+    choices: crate::choices::RouterPolicy::NAMES,
+    default: Dflt::None,
+    relation: Relation::Router,
+    releases: 0b1111,
+    field: "Router.decode_policy",
+    doc: "Decode policy.",
+};
+
+/// `--mini-lb`: Python mini load balancer (debugging only).
+pub static R_MINI_LB: Flag = Flag {
+    name: "--mini-lb",
+    aliases: &[],
+    dest: "mini_lb",
+    kind: Kind::Switch,
+    choices: &[],
+    default: Dflt::Switch(false),
+    relation: Relation::Router,
+    releases: 0b1110,
+    field: "Router.mini_lb",
+    doc: "Python mini load balancer (debugging only).",
+};
+
+/// Every router flag pdlaunch models.
+pub static ROUTER_FLAGS: &[&Flag] = &[
+    &R_PD_DISAGGREGATION,
+    &R_PREFILL,
+    &R_DECODE,
+    &R_HOST,
+    &R_PORT,
+    &R_POLICY,
+    &R_PREFILL_POLICY,
+    &R_DECODE_POLICY,
+    &R_MINI_LB,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{json_to_arg, Spec};
+
+    fn check_against(flag: &Flag, spec: &Spec, present: bool, label: &str, latest: bool, errors: &mut Vec<String>) {
+        let found = spec.get(flag.name);
+        if found.is_some() != present {
+            errors.push(format!("{}: table says present={present} in {label}, spec disagrees", flag.name));
+            return;
+        }
+        let Some(sf) = found else { return };
+        if !latest {
+            return;
+        }
+        let spec_aliases: Vec<&str> = sf.flags.iter().map(String::as_str).filter(|s| *s != flag.name).collect();
+        if spec_aliases != flag.aliases {
+            errors.push(format!("{}: aliases {:?} != spec {:?}", flag.name, flag.aliases, spec_aliases));
+        }
+        if sf.dest != flag.dest {
+            errors.push(format!("{}: dest {} != spec {}", flag.name, flag.dest, sf.dest));
+        }
+        let default_ok = match (&flag.default, &sf.default) {
+            (Dflt::None, serde_json::Value::Null) => true,
+            (Dflt::None, serde_json::Value::String(s)) => s == "==SUPPRESS==",
+            (Dflt::Switch(b), serde_json::Value::Bool(s)) => b == s,
+            (Dflt::Int(i), v) => v.as_i64() == Some(*i),
+            (Dflt::Float(x), v) => v.as_f64() == Some(*x),
+            (Dflt::Str(s), v) => json_to_arg(v) == *s,
+            _ => false,
+        };
+        if !default_ok {
+            errors.push(format!("{}: default {:?} != spec {}", flag.name, flag.default, sf.default));
+        }
+        let kind_ok = match flag.kind {
+            Kind::Switch => sf.arity() == crate::spec::Arity::Zero,
+            Kind::Int => matches!(sf.ty.as_deref(), Some("int" | "human_readable_int")),
+            Kind::Float => sf.ty.as_deref() == Some("float"),
+            Kind::Str => sf.arity() == crate::spec::Arity::One,
+            Kind::List => matches!(sf.arity(), crate::spec::Arity::OneOrMore | crate::spec::Arity::ZeroOrMore),
+            Kind::Append => sf.action.contains("Append"),
+        };
+        if !kind_ok {
+            errors.push(format!("{}: kind {:?} disagrees with spec {} / {:?}", flag.name, flag.kind, sf.action, sf.ty));
+        }
+    }
+
+    /// The table agrees with SGLang's specs: presence in every release; aliases, dest, kind and
+    /// default in the newest release that has the flag.
+    #[test]
+    fn flag_table_agrees_with_specs() {
+        let mut errors = Vec::new();
+        for flag in SERVER_FLAGS {
+            let newest = Release::ALL.iter().rev().find(|r| flag.in_release(**r)).copied();
+            assert!(newest.is_some(), "{} exists in no release", flag.name);
+            for r in Release::ALL {
+                check_against(flag, r.spec(), flag.in_release(r), r.as_str(), Some(r) == newest, &mut errors);
+            }
+        }
+        for flag in ROUTER_FLAGS {
+            let newest = RouterRelease::ALL.iter().rev().find(|r| flag.in_router_release(**r)).copied();
+            for r in RouterRelease::ALL {
+                check_against(flag, r.spec(), flag.in_router_release(r), r.as_str(), Some(r) == newest, &mut errors);
+            }
+        }
+        assert!(errors.is_empty(), "flag table drifted from the specs:\n{}", errors.join("\n"));
+    }
+
+    /// Every choice in the table is accepted by some release of some flag that shares its choice
+    /// enum (an enum is the union over releases and spellings).
+    #[test]
+    fn every_choice_exists_in_some_release() {
+        let accepted = |names: &[&str], choice: &str| {
+            let server = SERVER_FLAGS.iter().filter(|f| std::ptr::eq(f.choices, names)).any(|f| {
+                Release::ALL.iter().filter(|r| f.in_release(**r)).any(|r| {
+                    r.spec().get(f.name).and_then(|x| x.choice_strings()).is_some_and(|c| c.iter().any(|x| x == choice))
+                })
+            });
+            let router = ROUTER_FLAGS.iter().filter(|f| std::ptr::eq(f.choices, names)).any(|f| {
+                RouterRelease::ALL.iter().any(|r| {
+                    r.spec().get(f.name).and_then(|x| x.choice_strings()).is_some_and(|c| c.iter().any(|x| x == choice))
+                })
+            });
+            server || router
+        };
+        for flag in SERVER_FLAGS.iter().chain(ROUTER_FLAGS.iter()) {
+            for choice in flag.choices {
+                // The router's `--policy` list is the union of the Python launcher's and the
+                // gateway's; the per-release check happens when a deployment is validated.
+                if flag.relation == Relation::Router && ["consistent_hashing", "prefix_hash"].contains(choice) {
+                    continue;
+                }
+                assert!(accepted(flag.choices, choice), "{}: choice `{choice}` exists in no release", flag.name);
+            }
+        }
+    }
+
+    #[test]
+    fn spellings_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for f in SERVER_FLAGS {
+            for s in f.spellings() {
+                assert!(seen.insert(s), "{s} declared twice");
+            }
+        }
+    }
+
+    #[test]
+    fn removed_flags_are_gone_from_the_latest_release() {
+        for r in REMOVED_FLAGS {
+            assert!(Release::LATEST.spec().get(r.name).is_none(), "{} still exists", r.name);
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! pdlaunch-core: the pure heart of pdlaunch. It describes an SGLang prefill-decode deployment
+//! once ([`deployment::Deployment`]), renders matched prefill, decode and router command lines
+//! from it ([`render`]), and validates them with SGLang's own rules ([`rules`]).
+//!
+//! The crate does no I/O: no files, network, clock or threads. Text comes in, values go out, so it
+//! runs unchanged in WebAssembly.
+
+pub mod choices;
+pub mod deployment;
+pub mod flags;
+pub mod release;
+pub mod spec;

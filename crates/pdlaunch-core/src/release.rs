@@ -1,0 +1,163 @@
+//! The SGLang and sglang-router releases pdlaunch knows, and their embedded argparse specs.
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// An SGLang server release whose argparse spec ships with pdlaunch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum Release {
+    #[serde(rename = "0.4.10.post2")]
+    V0_4_10,
+    #[serde(rename = "0.5.1.post3")]
+    V0_5_1,
+    #[serde(rename = "0.5.3.post3")]
+    V0_5_3,
+    #[serde(rename = "0.5.6.post2")]
+    V0_5_6,
+    #[serde(rename = "0.5.10.post1")]
+    V0_5_10,
+    #[serde(rename = "0.5.19")]
+    V0_5_19,
+    #[serde(rename = "0.5.23")]
+    V0_5_23,
+}
+
+impl Default for Release {
+    fn default() -> Self {
+        Release::LATEST
+    }
+}
+
+impl Release {
+    /// Every known release, oldest first.
+    pub const ALL: [Release; 7] = [
+        Release::V0_4_10,
+        Release::V0_5_1,
+        Release::V0_5_3,
+        Release::V0_5_6,
+        Release::V0_5_10,
+        Release::V0_5_19,
+        Release::V0_5_23,
+    ];
+    /// The newest release, the default target.
+    pub const LATEST: Release = Release::V0_5_23;
+
+    /// The version string as published on PyPI.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Release::V0_4_10 => "0.4.10.post2",
+            Release::V0_5_1 => "0.5.1.post3",
+            Release::V0_5_3 => "0.5.3.post3",
+            Release::V0_5_6 => "0.5.6.post2",
+            Release::V0_5_10 => "0.5.10.post1",
+            Release::V0_5_19 => "0.5.19",
+            Release::V0_5_23 => "0.5.23",
+        }
+    }
+
+    /// Bit of this release in a [`crate::flags::Releases`] mask.
+    pub const fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+
+    pub(crate) fn spec_json(self) -> &'static str {
+        match self {
+            Release::V0_4_10 => include_str!("../spec/server-args-0.4.10.post2.json"),
+            Release::V0_5_1 => include_str!("../spec/server-args-0.5.1.post3.json"),
+            Release::V0_5_3 => include_str!("../spec/server-args-0.5.3.post3.json"),
+            Release::V0_5_6 => include_str!("../spec/server-args-0.5.6.post2.json"),
+            Release::V0_5_10 => include_str!("../spec/server-args-0.5.10.post1.json"),
+            Release::V0_5_19 => include_str!("../spec/server-args-0.5.19.json"),
+            Release::V0_5_23 => include_str!("../spec/server-args-0.5.23.json"),
+        }
+    }
+
+    /// The argparse spec of `python -m sglang.launch_server` in this release.
+    pub fn spec(self) -> &'static crate::spec::Spec {
+        static CELLS: [std::sync::OnceLock<crate::spec::Spec>; 7] = [const { std::sync::OnceLock::new() }; 7];
+        CELLS[self as usize].get_or_init(|| crate::spec::Spec::from_json(self.spec_json()))
+    }
+}
+
+impl fmt::Display for Release {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Release {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let wanted = s.trim().trim_start_matches('v');
+        Release::ALL
+            .into_iter()
+            .find(|r| r.as_str() == wanted || r.as_str().split(".post").next() == Some(wanted))
+            .ok_or_else(|| {
+                let known: Vec<_> = Release::ALL.iter().map(|r| r.as_str()).collect();
+                format!("unknown SGLang release `{s}`; known releases: {}", known.join(", "))
+            })
+    }
+}
+
+/// An sglang-router release whose argparse spec ships with pdlaunch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum RouterRelease {
+    #[serde(rename = "0.1.9")]
+    V0_1_9,
+    #[serde(rename = "0.2.1")]
+    V0_2_1,
+    #[serde(rename = "0.2.3")]
+    V0_2_3,
+    #[serde(rename = "0.3.2")]
+    V0_3_2,
+}
+
+impl Default for RouterRelease {
+    fn default() -> Self {
+        RouterRelease::LATEST
+    }
+}
+
+impl RouterRelease {
+    /// Every known router release, oldest first.
+    pub const ALL: [RouterRelease; 4] =
+        [RouterRelease::V0_1_9, RouterRelease::V0_2_1, RouterRelease::V0_2_3, RouterRelease::V0_3_2];
+    /// The newest router release, the default target.
+    pub const LATEST: RouterRelease = RouterRelease::V0_3_2;
+
+    /// The version string as published on PyPI.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RouterRelease::V0_1_9 => "0.1.9",
+            RouterRelease::V0_2_1 => "0.2.1",
+            RouterRelease::V0_2_3 => "0.2.3",
+            RouterRelease::V0_3_2 => "0.3.2",
+        }
+    }
+
+    /// Bit of this release in a router flag's release mask.
+    pub const fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+
+    /// The argparse spec of `python -m sglang_router.launch_router` in this release.
+    pub fn spec(self) -> &'static crate::spec::Spec {
+        static CELLS: [std::sync::OnceLock<crate::spec::Spec>; 4] = [const { std::sync::OnceLock::new() }; 4];
+        CELLS[self as usize].get_or_init(|| {
+            crate::spec::Spec::from_json(match self {
+                RouterRelease::V0_1_9 => include_str!("../spec/router-args-0.1.9.json"),
+                RouterRelease::V0_2_1 => include_str!("../spec/router-args-0.2.1.json"),
+                RouterRelease::V0_2_3 => include_str!("../spec/router-args-0.2.3.json"),
+                RouterRelease::V0_3_2 => include_str!("../spec/router-args-0.3.2.json"),
+            })
+        })
+    }
+}
+
+impl fmt::Display for RouterRelease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

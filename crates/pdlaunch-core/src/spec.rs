@@ -1,0 +1,477 @@
+//! SGLang's own argparse specs (embedded, one per release) and a faithful simulation of how
+//! argparse reads an argv with them: aliases, `--flag=value`, unique-prefix abbreviations,
+//! `nargs`, choices, types and "last one wins".
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+
+/// One argparse option as SGLang declares it.
+#[derive(Clone, Debug, Deserialize)]
+pub struct SpecFlag {
+    /// Every spelling; the first is the main one.
+    pub flags: Vec<String>,
+    /// The attribute the option stores into.
+    pub dest: String,
+    /// The argparse action class name (`_StoreAction`, `_StoreTrueAction`, ...).
+    pub action: String,
+    /// The converter's name (`int`, `float`, `str`, or a SGLang helper), if any.
+    #[serde(rename = "type")]
+    pub ty: Option<String>,
+    /// Allowed values, when restricted.
+    pub choices: Option<Vec<serde_json::Value>>,
+    /// The parser default.
+    pub default: serde_json::Value,
+    /// argparse `nargs` (`null`, `0`, `"+"`, `"*"`, `"?"`, `1`).
+    pub nargs: serde_json::Value,
+}
+
+impl SpecFlag {
+    /// How many values the option takes after its name.
+    pub fn arity(&self) -> Arity {
+        if self.action.contains("StoreTrue")
+            || self.action.contains("StoreFalse")
+            || self.action.contains("StoreConst")
+            || self.action.contains("BooleanOptional")
+        {
+            return Arity::Zero;
+        }
+        match &self.nargs {
+            serde_json::Value::String(s) if s == "+" => Arity::OneOrMore,
+            serde_json::Value::String(s) if s == "*" => Arity::ZeroOrMore,
+            serde_json::Value::String(s) if s == "?" => Arity::Optional,
+            serde_json::Value::Number(n) if n.as_u64() == Some(0) => Arity::Zero,
+            _ => Arity::One,
+        }
+    }
+
+    /// True when argparse marks the option deprecated (SGLang's `Deprecated*Action`).
+    pub fn is_deprecated(&self) -> bool {
+        self.action.starts_with("Deprecated")
+    }
+
+    /// The allowed values as strings, if restricted.
+    pub fn choice_strings(&self) -> Option<Vec<String>> {
+        self.choices.as_ref().map(|c| c.iter().map(json_to_arg).collect())
+    }
+}
+
+/// Number of values an option consumes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arity {
+    Zero,
+    One,
+    Optional,
+    OneOrMore,
+    ZeroOrMore,
+}
+
+/// The full option list of one release of one program.
+#[derive(Debug)]
+pub struct Spec {
+    /// The options in declaration order.
+    pub flags: Vec<SpecFlag>,
+    by_spelling: HashMap<String, usize>,
+}
+
+#[derive(Deserialize)]
+struct SpecFile {
+    flags: Vec<SpecFlag>,
+}
+
+impl Spec {
+    /// Reads an embedded spec file. The files ship inside the crate, so a failure is a build bug.
+    pub(crate) fn from_json(text: &str) -> Spec {
+        let file: SpecFile = serde_json::from_str(text).expect("embedded SGLang spec is valid JSON");
+        let mut by_spelling = HashMap::new();
+        for (i, f) in file.flags.iter().enumerate() {
+            for s in &f.flags {
+                by_spelling.insert(s.clone(), i);
+            }
+        }
+        Spec { flags: file.flags, by_spelling }
+    }
+
+    /// The option with exactly this spelling.
+    pub fn get(&self, spelling: &str) -> Option<&SpecFlag> {
+        self.by_spelling.get(spelling).map(|&i| &self.flags[i])
+    }
+
+    /// The option that stores into `dest`.
+    pub fn by_dest(&self, dest: &str) -> Option<&SpecFlag> {
+        self.flags.iter().find(|f| f.dest == dest)
+    }
+
+    /// Resolves a spelling the way argparse does: exact, else a unique prefix of a long option.
+    pub fn resolve(&self, spelling: &str) -> Result<&SpecFlag, LookupError> {
+        if let Some(f) = self.get(spelling) {
+            return Ok(f);
+        }
+        if spelling.starts_with("--") && spelling.len() > 2 {
+            let mut hits: Vec<&str> =
+                self.by_spelling.keys().filter(|k| k.starts_with(spelling)).map(String::as_str).collect();
+            hits.sort_unstable();
+            let dests: std::collections::BTreeSet<usize> = hits.iter().map(|h| self.by_spelling[*h]).collect();
+            match dests.len() {
+                1 => return Ok(&self.flags[*dests.iter().next().expect("one element")]),
+                0 => {}
+                _ => return Err(LookupError::Ambiguous(hits.into_iter().map(str::to_owned).collect())),
+            }
+        }
+        Err(LookupError::Unknown { suggestion: self.suggest(spelling) })
+    }
+
+    /// The closest known spelling, for "did you mean".
+    pub fn suggest(&self, spelling: &str) -> Option<String> {
+        let limit = (spelling.len() / 4).max(2);
+        self.by_spelling
+            .keys()
+            .map(|k| (edit_distance(spelling, k), k))
+            .filter(|(d, _)| *d <= limit)
+            .min()
+            .map(|(_, k)| k.clone())
+    }
+}
+
+/// Why a spelling did not resolve to one option.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LookupError {
+    Unknown { suggestion: Option<String> },
+    Ambiguous(Vec<String>),
+}
+
+/// A value argparse stored.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArgValue {
+    /// A flag without a value (`store_true` and friends): `true` for `--x`, `false` for `--no-x`.
+    Switch(bool),
+    /// One value.
+    One(String),
+    /// Several values (`nargs="+"` / `"*"`), or the appended groups of an `append` action.
+    Many(Vec<String>),
+}
+
+impl ArgValue {
+    /// The value as one string (several values joined by spaces).
+    pub fn as_text(&self) -> String {
+        match self {
+            ArgValue::Switch(b) => b.to_string(),
+            ArgValue::One(s) => s.clone(),
+            ArgValue::Many(v) => v.join(" "),
+        }
+    }
+}
+
+/// One option occurrence in an argv.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArgUse {
+    /// The attribute it stores into.
+    pub dest: String,
+    /// The spelling as written (without `=value`).
+    pub spelling: String,
+    /// The main spelling of the option.
+    pub canonical: String,
+    /// What it stores.
+    pub value: ArgValue,
+    /// Index of the option token in the argv.
+    pub index: usize,
+}
+
+/// A problem argparse (or SGLang right after it) would report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArgProblem {
+    /// Index of the offending token in the argv.
+    pub index: usize,
+    /// The token.
+    pub token: String,
+    /// What is wrong, in argparse's terms.
+    pub kind: ArgProblemKind,
+}
+
+/// The kinds of [`ArgProblem`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArgProblemKind {
+    Unknown { suggestion: Option<String> },
+    Ambiguous(Vec<String>),
+    MissingValue,
+    BadChoice { value: String, choices: Vec<String> },
+    BadType { value: String, ty: String },
+    Positional,
+    UnexpectedValue,
+}
+
+impl std::fmt::Display for ArgProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let t = &self.token;
+        match &self.kind {
+            ArgProblemKind::Unknown { suggestion: Some(s) } => {
+                write!(f, "unrecognized argument `{t}` (did you mean `{s}`?)")
+            }
+            ArgProblemKind::Unknown { suggestion: None } => write!(f, "unrecognized argument `{t}`"),
+            ArgProblemKind::Ambiguous(c) => {
+                write!(f, "ambiguous option `{t}` could match {}", c.join(", "))
+            }
+            ArgProblemKind::MissingValue => write!(f, "`{t}` expects a value"),
+            ArgProblemKind::BadChoice { value, choices } => {
+                write!(f, "`{t}`: invalid choice `{value}` (choose from {})", choices.join(", "))
+            }
+            ArgProblemKind::BadType { value, ty } => write!(f, "`{t}`: invalid {ty} value `{value}`"),
+            ArgProblemKind::Positional => write!(f, "unrecognized positional argument `{t}`"),
+            ArgProblemKind::UnexpectedValue => write!(f, "`{t}` takes no value"),
+        }
+    }
+}
+
+/// The result of reading an argv.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Parsed {
+    /// Every option occurrence, in order.
+    pub uses: Vec<ArgUse>,
+    /// Everything argparse would reject.
+    pub problems: Vec<ArgProblem>,
+}
+
+impl Parsed {
+    /// The value argparse ends up with for `dest` (the last occurrence wins; `append` accumulates).
+    pub fn get(&self, dest: &str) -> Option<&ArgValue> {
+        self.uses.iter().rev().find(|u| u.dest == dest).map(|u| &u.value)
+    }
+
+    /// The last occurrence of `dest`.
+    pub fn last_use(&self, dest: &str) -> Option<&ArgUse> {
+        self.uses.iter().rev().find(|u| u.dest == dest)
+    }
+
+    /// Every occurrence of `dest`.
+    pub fn all<'a>(&'a self, dest: &'a str) -> impl Iterator<Item = &'a ArgUse> + 'a {
+        self.uses.iter().filter(move |u| u.dest == dest)
+    }
+}
+
+fn looks_like_option(tok: &str) -> bool {
+    tok.starts_with('-') && tok.len() > 1 && tok.parse::<f64>().is_err()
+}
+
+/// Reads `argv` (the arguments after the program) as argparse would with `spec`.
+pub fn parse_argv(spec: &Spec, argv: &[String]) -> Parsed {
+    let mut out = Parsed::default();
+    let mut i = 0;
+    while i < argv.len() {
+        let tok = &argv[i];
+        if !looks_like_option(tok) {
+            out.problems.push(ArgProblem { index: i, token: tok.clone(), kind: ArgProblemKind::Positional });
+            i += 1;
+            continue;
+        }
+        let (name, inline) = match tok.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_owned())),
+            _ => (tok.as_str(), None),
+        };
+        let flag = match spec.resolve(name) {
+            Ok(f) => f,
+            Err(e) => {
+                let kind = match e {
+                    LookupError::Unknown { suggestion } => ArgProblemKind::Unknown { suggestion },
+                    LookupError::Ambiguous(c) => ArgProblemKind::Ambiguous(c),
+                };
+                out.problems.push(ArgProblem { index: i, token: name.to_owned(), kind });
+                i += 1;
+                // Skip the values of the unknown option so they are not reported twice.
+                while i < argv.len() && !looks_like_option(&argv[i]) {
+                    i += 1;
+                }
+                continue;
+            }
+        };
+        let start = i;
+        i += 1;
+        let mut values: Vec<String> = Vec::new();
+        let arity = flag.arity();
+        if let Some(v) = inline {
+            if arity == Arity::Zero {
+                out.problems.push(ArgProblem {
+                    index: start,
+                    token: name.to_owned(),
+                    kind: ArgProblemKind::UnexpectedValue,
+                });
+                continue;
+            }
+            values.push(v);
+        } else {
+            match arity {
+                Arity::Zero => {}
+                Arity::One | Arity::Optional => {
+                    if i < argv.len() && !looks_like_option(&argv[i]) {
+                        values.push(argv[i].clone());
+                        i += 1;
+                    }
+                }
+                Arity::OneOrMore | Arity::ZeroOrMore => {
+                    while i < argv.len() && !looks_like_option(&argv[i]) {
+                        values.push(argv[i].clone());
+                        i += 1;
+                    }
+                }
+            }
+        }
+        let needs_value = matches!(arity, Arity::One | Arity::OneOrMore);
+        if needs_value && values.is_empty() {
+            out.problems.push(ArgProblem { index: start, token: name.to_owned(), kind: ArgProblemKind::MissingValue });
+            continue;
+        }
+        let mut bad = false;
+        for v in &values {
+            if let Some(choices) = flag.choice_strings() {
+                if !choices.iter().any(|c| c == v) {
+                    out.problems.push(ArgProblem {
+                        index: start,
+                        token: name.to_owned(),
+                        kind: ArgProblemKind::BadChoice { value: v.clone(), choices },
+                    });
+                    bad = true;
+                    continue;
+                }
+            }
+            if let Some(ty) = &flag.ty {
+                if !type_accepts(ty, v) {
+                    out.problems.push(ArgProblem {
+                        index: start,
+                        token: name.to_owned(),
+                        kind: ArgProblemKind::BadType { value: v.clone(), ty: ty.clone() },
+                    });
+                    bad = true;
+                }
+            }
+        }
+        if bad {
+            continue;
+        }
+        let value = match arity {
+            Arity::Zero => ArgValue::Switch(!name.starts_with("--no-") || flag.flags[0].starts_with("--no-")),
+            Arity::One | Arity::Optional if !flag.action.contains("Append") => {
+                ArgValue::One(values.pop().unwrap_or_default())
+            }
+            _ => ArgValue::Many(values),
+        };
+        let value = if flag.action.contains("Append") {
+            // `append` keeps every group; flatten into one list of groups joined by a tab.
+            let mut groups = match out.get(&flag.dest) {
+                Some(ArgValue::Many(prev)) => prev.clone(),
+                _ => Vec::new(),
+            };
+            groups.push(match value {
+                ArgValue::Many(v) => v.join("\t"),
+                other => other.as_text(),
+            });
+            ArgValue::Many(groups)
+        } else {
+            value
+        };
+        out.uses.push(ArgUse {
+            dest: flag.dest.clone(),
+            spelling: name.to_owned(),
+            canonical: flag.flags[0].clone(),
+            value,
+            index: start,
+        });
+    }
+    out
+}
+
+fn type_accepts(ty: &str, v: &str) -> bool {
+    match ty {
+        "int" => v.parse::<i64>().is_ok(),
+        "float" => v.parse::<f64>().is_ok(),
+        "human_readable_int" => parse_human_int(v).is_some(),
+        _ => true,
+    }
+}
+
+/// SGLang's `human_readable_int`: `4096`, `128k`, `1M`, `2.5k` (k = 1000, K/Ki = 1024).
+pub fn parse_human_int(v: &str) -> Option<i64> {
+    if let Ok(n) = v.parse::<i64>() {
+        return Some(n);
+    }
+    let t = v.trim();
+    let (num, mult) = [("Ki", 1024.0), ("Mi", 1048576.0), ("Gi", 1073741824.0), ("K", 1024.0), ("k", 1000.0), ("M", 1e6), ("m", 1e6), ("G", 1e9), ("g", 1e9)]
+        .iter()
+        .find_map(|(suf, m)| t.strip_suffix(suf).map(|n| (n, *m)))?;
+    let x: f64 = num.parse().ok()?;
+    let r = x * mult;
+    (r.is_finite() && r.fract() == 0.0).then_some(r as i64)
+}
+
+/// Renders a JSON spec value the way it would appear on a command line.
+pub fn json_to_arg(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Levenshtein distance, for suggestions.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::release::Release;
+
+    fn argv(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn last_one_wins_across_aliases() {
+        let p = parse_argv(Release::LATEST.spec(), &argv("--tp-size 2 --tensor-parallel-size 4"));
+        assert!(p.problems.is_empty(), "{:?}", p.problems);
+        assert_eq!(p.get("tp_size"), Some(&ArgValue::One("4".into())));
+    }
+
+    #[test]
+    fn prefix_abbreviation_and_ambiguity() {
+        let p = parse_argv(Release::LATEST.spec(), &argv("--tp 2 --pp 2"));
+        assert_eq!(p.get("tp_size"), Some(&ArgValue::One("2".into())));
+        assert!(matches!(p.problems[0].kind, ArgProblemKind::Ambiguous(_)), "{:?}", p.problems);
+    }
+
+    #[test]
+    fn unknown_flag_suggests() {
+        let p = parse_argv(Release::LATEST.spec(), &argv("--page-sise 16"));
+        assert_eq!(p.problems[0].kind, ArgProblemKind::Unknown { suggestion: Some("--page-size".into()) });
+    }
+
+    #[test]
+    fn choices_and_types() {
+        let p = parse_argv(Release::LATEST.spec(), &argv("--kv-cache-dtype fp9 --page-size x --trust-remote-code"));
+        assert_eq!(p.problems.len(), 2);
+        assert_eq!(p.get("trust_remote_code"), Some(&ArgValue::Switch(true)));
+    }
+
+    #[test]
+    fn equals_form_and_router_append() {
+        let spec = crate::release::RouterRelease::LATEST.spec();
+        let p = parse_argv(spec, &argv("--prefill http://a:1 8998 --prefill=http://b:2 --decode http://c:3 --port=8000"));
+        assert!(p.problems.is_empty(), "{:?}", p.problems);
+        assert_eq!(p.get("prefill"), Some(&ArgValue::Many(vec!["http://a:1\t8998".into(), "http://b:2".into()])));
+        assert_eq!(p.get("port"), Some(&ArgValue::One("8000".into())));
+    }
+
+    #[test]
+    fn human_ints() {
+        assert_eq!(parse_human_int("128k"), Some(128_000));
+        assert_eq!(parse_human_int("4Ki"), Some(4096));
+        assert_eq!(parse_human_int("x"), None);
+    }
+}
