@@ -480,9 +480,10 @@ pub struct Node {
     /// GPUs installed on the machine, when known; lets pdlaunch check the GPU ranges fit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpus_installed: Option<u32>,
-    /// First GPU index used on this node.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub base_gpu_id: u32,
+    /// First GPU index used on this node (default: after the GPUs of processes rendered earlier
+    /// on the same host, so a 1P1D on one machine gets distinct GPUs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_gpu_id: Option<u32>,
     /// RDMA device(s) for KV transfer, e.g. `mlx5_0` or `mlx5_0,mlx5_1`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ib_device: Option<String>,
@@ -545,9 +546,6 @@ fn one() -> u32 {
 }
 fn is_one(v: &u32) -> bool {
     *v == 1
-}
-fn is_zero(v: &u32) -> bool {
-    *v == 0
 }
 fn is_false(v: &bool) -> bool {
     !*v

@@ -124,6 +124,12 @@ impl Flag {
     }
 }
 
+impl PartialEq for Flag {
+    fn eq(&self, other: &Flag) -> bool {
+        self.name == other.name && self.dest == other.dest
+    }
+}
+
 /// The first of `candidates` that `release` accepts: how a field picks its spelling per release.
 pub fn first_available(candidates: &[&'static Flag], release: Release) -> Option<&'static Flag> {
     candidates.iter().copied().find(|f| f.in_release(release))

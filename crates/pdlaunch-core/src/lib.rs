@@ -7,6 +7,11 @@
 
 pub mod choices;
 pub mod deployment;
+pub mod effective;
+pub mod examples;
 pub mod flags;
+pub mod load;
+pub mod plan;
 pub mod release;
+pub mod rules;
 pub mod spec;

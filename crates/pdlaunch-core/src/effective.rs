@@ -1,0 +1,342 @@
+//! What SGLang will actually use on each server: explicit values read through its argparse spec
+//! (aliases, last-one-wins), its defaults, and the post-processing that rewrites them (attention
+//! backend page-size snaps, model overrides, KV-dtype string rules). Rules compare these effective
+//! values, never raw strings.
+
+use std::collections::BTreeMap;
+
+use crate::deployment::{AttentionKind, Geometry, Gpu, Role};
+use crate::plan::Origin;
+use crate::release::Release;
+use crate::spec::{json_to_arg, parse_argv, ArgValue, Parsed, Spec};
+
+/// A value with the reasons it differs from what was written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resolved<T> {
+    /// The value SGLang uses.
+    pub value: T,
+    /// How it got there ("snapped from 16 to 64 by decode attention backend flashmla").
+    pub why: Vec<String>,
+    /// Set when the value depends on something pdlaunch was not told (GPU, architecture).
+    pub assumption: Option<String>,
+}
+
+/// One server as SGLang sees it.
+#[derive(Clone, Debug)]
+pub struct ServerView {
+    /// Prefill or decode (from `--disaggregation-mode`; `None` when missing or `null`).
+    pub role: Option<Role>,
+    /// Human label, e.g. `decode[0]` or `run-decode.sh:3`.
+    pub label: String,
+    /// Host the process runs on (the address peers use).
+    pub host: String,
+    /// GPUs used on the host, as (first index, count), when known.
+    pub gpus: Option<(u32, u32)>,
+    /// Instance index and node rank within its side, when known.
+    pub instance: usize,
+    /// Node rank.
+    pub node: usize,
+    /// The argv after the module name.
+    pub tokens: Vec<String>,
+    /// Origin of each token.
+    pub origins: Vec<Origin>,
+    /// What argparse read.
+    pub parsed: Parsed,
+    /// Environment.
+    pub env: BTreeMap<String, String>,
+    /// GPU model, when known.
+    pub gpu: Option<Gpu>,
+    /// The target release.
+    pub release: Release,
+}
+
+/// Model facts rules may use.
+#[derive(Clone, Debug, Default)]
+pub struct ModelFacts {
+    /// KV geometry, when known.
+    pub geometry: Option<Geometry>,
+}
+
+impl ModelFacts {
+    /// The architecture class, if known.
+    pub fn architecture(&self) -> Option<&str> {
+        self.geometry.as_ref().and_then(|g| g.architecture.as_deref())
+    }
+    /// The attention kind, from the geometry or the architecture name.
+    pub fn attention(&self) -> Option<AttentionKind> {
+        if let Some(g) = &self.geometry {
+            return Some(g.attention);
+        }
+        None
+    }
+    /// True for DeepSeek sparse-attention (DSA) architectures.
+    pub fn is_dsa(&self) -> bool {
+        self.architecture().is_some_and(|a| DSA_ARCHS.contains(&a))
+    }
+    /// True for non-MLA hybrid sliding-window models (gpt-oss class).
+    pub fn is_swa_hybrid(&self) -> Option<bool> {
+        let g = self.geometry.as_ref()?;
+        Some(g.attention != AttentionKind::Mla && (g.hybrid_swa || g.architecture.as_deref() == Some("GptOssForCausalLM")))
+    }
+}
+
+/// DeepSeek sparse-attention architectures (page size forced to 64, KV dtype rules).
+pub const DSA_ARCHS: &[&str] = &["DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM"];
+/// DeepSeek-V3-family architectures (MLA; `trtllm_mla` by default on SM100).
+pub const DEEPSEEK_V3_ARCHS: &[&str] = &["DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM", "KimiK2ForCausalLM"];
+
+impl ServerView {
+    /// Builds a view by reading `tokens` with the release's spec.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        label: String,
+        host: String,
+        tokens: Vec<String>,
+        origins: Vec<Origin>,
+        env: BTreeMap<String, String>,
+        gpu: Option<Gpu>,
+        release: Release,
+    ) -> ServerView {
+        let parsed = parse_argv(release.spec(), &tokens);
+        let role = match parsed.get("disaggregation_mode") {
+            Some(ArgValue::One(m)) if m == "prefill" => Some(Role::Prefill),
+            Some(ArgValue::One(m)) if m == "decode" => Some(Role::Decode),
+            _ => None,
+        };
+        ServerView { role, label, host, gpus: None, instance: 0, node: 0, tokens, origins, parsed, env, gpu, release }
+    }
+
+    /// The spec of the target release.
+    pub fn spec(&self) -> &'static Spec {
+        self.release.spec()
+    }
+
+    /// The explicit value of `dest`, as text.
+    pub fn explicit(&self, dest: &str) -> Option<String> {
+        self.parsed.get(dest).map(ArgValue::as_text)
+    }
+
+    /// The value of `dest` SGLang starts from: explicit, else the argparse default.
+    pub fn value(&self, dest: &str) -> Option<String> {
+        self.explicit(dest).or_else(|| {
+            let f = self.spec().by_dest(dest)?;
+            (!f.default.is_null()).then(|| json_to_arg(&f.default))
+        })
+    }
+
+    /// [`Self::value`] as an integer.
+    pub fn int(&self, dest: &str) -> Option<i64> {
+        self.value(dest).and_then(|v| crate::spec::parse_human_int(&v))
+    }
+
+    /// A size that defaults to 1.
+    pub fn size(&self, dest: &str) -> u32 {
+        self.int(dest).and_then(|v| u32::try_from(v).ok()).unwrap_or(1).max(1)
+    }
+
+    /// True when the switch `dest` is on.
+    pub fn switch(&self, dest: &str) -> bool {
+        matches!(self.parsed.get(dest), Some(ArgValue::Switch(true)))
+            || self.value(dest).as_deref() == Some("true")
+    }
+
+    /// Where the last occurrence of `dest` came from.
+    pub fn origin(&self, dest: &str) -> Option<&Origin> {
+        self.parsed.last_use(dest).and_then(|u| self.origins.get(u.index))
+    }
+
+    /// DP-attention width: `--attn-dp-size`, or `--dp-size` with `--enable-dp-attention`.
+    pub fn attn_dp(&self) -> u32 {
+        if self.explicit("attn_dp_size").is_some() {
+            return self.size("attn_dp_size");
+        }
+        if self.switch("enable_dp_attention") {
+            return self.size("dp_size");
+        }
+        1
+    }
+
+    /// Attention TP size: `tp / attn_dp / attn_cp`, as SGLang computes it (integer division).
+    pub fn attn_tp(&self) -> u32 {
+        (self.size("tp_size") / self.attn_dp() / self.size("attn_cp_size")).max(1)
+    }
+
+    fn backend(&self, dest: &str) -> Option<String> {
+        self.explicit(dest)
+    }
+
+    /// The attention backends after SGLang's defaulting: (attention, prefill, decode).
+    pub fn attention_backends(&self, model: &ModelFacts) -> (Resolved<Option<String>>, Option<String>, Option<String>) {
+        let attn = match self.backend("attention_backend") {
+            Some(b) => Resolved { value: Some(b), why: vec![], assumption: None },
+            None => default_attention_backend(self.gpu, model, self.speculative_topk()),
+        };
+        let prefill = self.backend("prefill_attention_backend").or_else(|| attn.value.clone());
+        let decode = self.backend("decode_attention_backend").or_else(|| attn.value.clone());
+        (attn, prefill, decode)
+    }
+
+    fn speculative_topk(&self) -> u32 {
+        self.int("speculative_eagle_topk").and_then(|v| u32::try_from(v).ok()).unwrap_or(1)
+    }
+
+    /// The page size the KV pool will use (SGLang's `token_to_kv_pool.page_size`).
+    pub fn page_size(&self, model: &ModelFacts) -> Resolved<u32> {
+        let explicit = self.int("page_size").and_then(|v| u32::try_from(v).ok());
+        let mut why = Vec::new();
+        let mut page = explicit;
+        let arch = model.architecture();
+        if model.is_dsa() {
+            if page != Some(64) {
+                why.push(format!("forced to 64 for the DSA architecture {}", arch.unwrap_or_default()));
+            }
+            page = Some(64);
+        } else if arch == Some("DeepseekV4ForCausalLM") {
+            if page != Some(256) {
+                why.push("forced to 256 for DeepseekV4ForCausalLM".into());
+            }
+            page = Some(256);
+        }
+        let mut page = page.unwrap_or_else(|| {
+            why.push("unset: SGLang's default is 1".into());
+            1
+        });
+        let (attn, prefill, decode) = self.attention_backends(model);
+        let mut assumption = attn.assumption.clone();
+        let a = attn.value.as_deref();
+        let p = prefill.as_deref();
+        let d = decode.as_deref();
+        let draft = self.backend("speculative_draft_attention_backend");
+        let mla = model.attention().map(|k| k == AttentionKind::Mla);
+        let mut snap = |name: &str, keep: &[u32], to: u32, page: &mut u32, why: &mut Vec<String>| {
+            if !keep.contains(page) {
+                why.push(format!("snapped from {} to {to} by attention backend {name}", *page));
+                *page = to;
+            }
+        };
+        let in_ad = |b: &str| a == Some(b) || d == Some(b);
+        let in_any = |b: &str| a == Some(b) || d == Some(b) || p == Some(b);
+        if in_ad("flashmla") {
+            snap("flashmla", &[64], 64, &mut page, &mut why);
+        }
+        if in_ad("cutlass_mla") {
+            snap("cutlass_mla", &[128], 128, &mut page, &mut why);
+        }
+        for b in ["trtllm_mla", "tokenspeed_mla"] {
+            if in_ad(b) {
+                snap(b, &[32, 64], 64, &mut page, &mut why);
+            }
+        }
+        if in_any("cutedsl_mla") {
+            snap("cutedsl_mla", &[32, 64], 64, &mut page, &mut why);
+        }
+        if in_any("trtllm_mha") || draft.as_deref() == Some("trtllm_mha") {
+            snap("trtllm_mha", &[16, 32, 64, 128], 64, &mut page, &mut why);
+        }
+        if in_any("hpc_ops") {
+            snap("hpc_ops", &[64], 64, &mut page, &mut why);
+        }
+        if in_any("fa4") && self.gpu.and_then(Gpu::sm).is_some_and(|sm| sm >= 100) && self.speculative_topk() <= 1 {
+            match mla {
+                Some(false) => snap("fa4", &[128], 128, &mut page, &mut why),
+                None => {
+                    assumption.get_or_insert_with(|| {
+                        "fa4 forces page size 128 for non-MLA models; the model's attention kind is unknown".into()
+                    });
+                }
+                Some(true) => {}
+            }
+        }
+        if d == Some("intel_xpu") {
+            let keep: &[u32] = if mla == Some(true) { &[16, 32, 64, 128] } else { &[64, 128] };
+            snap("intel_xpu", keep, 128, &mut page, &mut why);
+        }
+        Resolved { value: page, why, assumption }
+    }
+
+    /// The KV-cache dtype *string* SGLang compares across sides (`kv_cache_dtype_str`).
+    pub fn kv_cache_dtype(&self, model: &ModelFacts) -> Resolved<String> {
+        let raw = self.value("kv_cache_dtype").unwrap_or_else(|| "auto".into());
+        let mut why = Vec::new();
+        let mut assumption = None;
+        let mut value = raw.clone();
+        if model.is_dsa() {
+            if raw == "auto" {
+                match self.gpu.map(|g| g.sm().is_some_and(|sm| sm >= 100)) {
+                    Some(true) => value = "fp8_e4m3".into(),
+                    Some(false) => value = "bfloat16".into(),
+                    None => assumption = Some("for DSA models `auto` becomes fp8_e4m3 on SM100+ and bfloat16 below; the GPU is unknown".into()),
+                }
+            } else if raw == "bf16" {
+                value = "bfloat16".into();
+            }
+        } else if model.architecture() == Some("DeepseekV4ForCausalLM") && raw == "auto" {
+            value = "fp8_e4m3".into();
+        }
+        if value != raw {
+            why.push(format!("`{raw}` becomes `{value}` for this model"));
+        }
+        Resolved { value, why, assumption }
+    }
+
+    /// Bytes per KV element implied by the dtype string and the model dtype.
+    pub fn kv_element_type(&self) -> String {
+        match self.value("kv_cache_dtype").as_deref() {
+            Some("bf16") | Some("bfloat16") => "bfloat16".into(),
+            Some("auto") | None => match self.value("dtype").as_deref() {
+                Some("half") | Some("float16") => "float16".into(),
+                Some("float") | Some("float32") => "float32".into(),
+                Some("bfloat16") => "bfloat16".into(),
+                _ => "model default".into(),
+            },
+            Some(other) => other.into(),
+        }
+    }
+
+    /// The `--disaggregation-bootstrap-port` (the prefill binds it; the decode falls back to it).
+    pub fn bootstrap_port(&self) -> Option<u16> {
+        self.int("disaggregation_bootstrap_port").and_then(|v| u16::try_from(v).ok())
+    }
+
+    /// The HTTP port.
+    pub fn port(&self) -> Option<u16> {
+        self.int("port").and_then(|v| u16::try_from(v).ok())
+    }
+
+    /// The bind address.
+    pub fn bind_host(&self) -> String {
+        self.value("host").unwrap_or_else(|| "127.0.0.1".into())
+    }
+}
+
+/// SGLang's automatic attention backend (`_get_default_attn_backend`).
+pub fn default_attention_backend(gpu: Option<Gpu>, model: &ModelFacts, topk: u32) -> Resolved<Option<String>> {
+    let unknown = |what: &str| Resolved {
+        value: None,
+        why: vec![],
+        assumption: Some(format!("SGLang picks the attention backend from the GPU and the model; the {what} is unknown")),
+    };
+    let Some(gpu) = gpu else { return unknown("GPU") };
+    let Some(kind) = model.attention() else { return unknown("model's attention kind") };
+    let arch = model.architecture().unwrap_or_default();
+    let b = match (kind, gpu.sm()) {
+        (_, None) => "aiter",
+        (AttentionKind::Mla, Some(90)) => "fa3",
+        (AttentionKind::Mla, Some(sm)) if sm >= 100 => {
+            if DEEPSEEK_V3_ARCHS.contains(&arch) {
+                "trtllm_mla"
+            } else {
+                "flashinfer"
+            }
+        }
+        (AttentionKind::Mla, Some(_)) => "triton",
+        (_, Some(90)) if topk <= 1 => "fa3",
+        (_, Some(sm)) if sm >= 100 && topk <= 1 => "trtllm_mha",
+        _ => "flashinfer",
+    };
+    Resolved {
+        value: Some(b.into()),
+        why: vec![format!("SGLang's default on {} for {:?} models", gpu.as_str(), kind)],
+        assumption: None,
+    }
+}

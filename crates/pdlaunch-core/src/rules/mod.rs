@@ -1,0 +1,423 @@
+//! The validator: a registry of rules, one rule per file, each with a stable code. A rule reads a
+//! [`Context`] (every server as SGLang will see it, the router, the model) and returns findings
+//! that name the offending values on both sides, quote what SGLang would do, and say how to fix it.
+//!
+//! The same registry serves `pdlaunch check`, `explain`, the linter and the web app.
+
+use serde::Serialize;
+
+use crate::deployment::{Deployment, Gpu, Role};
+use crate::effective::{ModelFacts, ServerView};
+use crate::plan::{Origin, Plan};
+use crate::release::{Release, RouterRelease};
+use crate::spec::{parse_argv, Parsed};
+
+mod pd001_page_size_mismatch;
+mod pd002_kv_cache_dtype_mismatch;
+mod pd003_kv_cache_dtype_spelling;
+mod pd004_kv_element_type_mismatch;
+mod pd005_shared_setting_mismatch;
+mod pd006_should_match_setting;
+mod pd007_attn_tp_divisibility;
+mod pd008_hetero_tp_unsupported;
+mod pd009_hetero_tp_staging_buffer;
+mod pd010_decode_pp;
+mod pd011_decode_context_parallel;
+mod pd012_dcp_pairing;
+mod pd013_fake_backend_on_prefill;
+mod pd014_decode_hicache_without_radix;
+mod pd015_decode_offload_without_storage;
+mod pd016_chunked_prefill_page_multiple;
+mod pd017_bootstrap_port_link;
+mod pd018_loopback_with_remote_peer;
+mod pd019_port_collision;
+mod pd020_gpu_topology;
+mod pd021_deepep_normal_on_decode;
+mod pd022_speculative_one_side;
+mod pd023_kv_canary_one_side;
+mod pd024_invalid_argument;
+mod pd025_field_not_in_release;
+mod pd026_deprecated_flag;
+mod pd027_extra_arg_overrides_field;
+mod pd028_dp_attention_divisibility;
+mod pd029_multi_node_dp;
+mod pd030_moe_dense_tp;
+mod pd031_pp_with_speculative;
+mod pd032_staging_buffer_misuse;
+mod pd033_env_contract_mismatch;
+mod pd034_ep_size_overridden;
+mod pd035_served_name_colon;
+mod pd036_mixed_gpu_auto_defaults;
+mod pd037_missing_disaggregation_mode;
+
+/// Every rule, in code order. Codes are stable: never renumber, only append.
+pub static RULES: &[&Rule] = &[
+    &pd001_page_size_mismatch::RULE,
+    &pd002_kv_cache_dtype_mismatch::RULE,
+    &pd003_kv_cache_dtype_spelling::RULE,
+    &pd004_kv_element_type_mismatch::RULE,
+    &pd005_shared_setting_mismatch::RULE,
+    &pd006_should_match_setting::RULE,
+    &pd007_attn_tp_divisibility::RULE,
+    &pd008_hetero_tp_unsupported::RULE,
+    &pd009_hetero_tp_staging_buffer::RULE,
+    &pd010_decode_pp::RULE,
+    &pd011_decode_context_parallel::RULE,
+    &pd012_dcp_pairing::RULE,
+    &pd013_fake_backend_on_prefill::RULE,
+    &pd014_decode_hicache_without_radix::RULE,
+    &pd015_decode_offload_without_storage::RULE,
+    &pd016_chunked_prefill_page_multiple::RULE,
+    &pd017_bootstrap_port_link::RULE,
+    &pd018_loopback_with_remote_peer::RULE,
+    &pd019_port_collision::RULE,
+    &pd020_gpu_topology::RULE,
+    &pd021_deepep_normal_on_decode::RULE,
+    &pd022_speculative_one_side::RULE,
+    &pd023_kv_canary_one_side::RULE,
+    &pd024_invalid_argument::RULE,
+    &pd025_field_not_in_release::RULE,
+    &pd026_deprecated_flag::RULE,
+    &pd027_extra_arg_overrides_field::RULE,
+    &pd028_dp_attention_divisibility::RULE,
+    &pd029_multi_node_dp::RULE,
+    &pd030_moe_dense_tp::RULE,
+    &pd031_pp_with_speculative::RULE,
+    &pd032_staging_buffer_misuse::RULE,
+    &pd033_env_contract_mismatch::RULE,
+    &pd034_ep_size_overridden::RULE,
+    &pd035_served_name_colon::RULE,
+    &pd036_mixed_gpu_auto_defaults::RULE,
+    &pd037_missing_disaggregation_mode::RULE,
+];
+
+/// The rule with this code (case-insensitive), or with this name.
+pub fn rule(code_or_name: &str) -> Option<&'static Rule> {
+    RULES.iter().copied().find(|r| r.code.eq_ignore_ascii_case(code_or_name) || r.name == code_or_name)
+}
+
+/// How bad a finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// SGLang fails, hangs or corrupts KV.
+    Error,
+    /// Likely wrong, slow, or inferred to fail.
+    Warning,
+    /// Information: a rule could not run, or an assumption was made.
+    Note,
+}
+
+impl Severity {
+    /// Lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Note => "note",
+        }
+    }
+}
+
+/// A validation rule.
+#[derive(Debug)]
+pub struct Rule {
+    /// Stable code, `PD001`...
+    pub code: &'static str,
+    /// Kebab-case name.
+    pub name: &'static str,
+    /// Default severity.
+    pub severity: Severity,
+    /// One line: what it checks.
+    pub summary: &'static str,
+    /// Why it matters: what SGLang does when it is broken.
+    pub explanation: &'static str,
+    /// SGLang's own error texts or log lines this rule prevents, verbatim (with `{...}` where
+    /// SGLang interpolates a value), or a symptom in plain words; `explain` matches these.
+    pub sglang_errors: &'static [&'static str],
+    /// The general fix.
+    pub fix: &'static str,
+    /// The check.
+    pub check: fn(&Context) -> Vec<Finding>,
+}
+
+/// Where a finding points.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Location {
+    /// The process, e.g. `decode[0]`, or `router`.
+    pub process: String,
+    /// The flag concerned, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flag: Option<String>,
+    /// Where to change it.
+    pub origin: Origin,
+}
+
+/// One problem found.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Finding {
+    /// Rule code.
+    pub code: &'static str,
+    /// Rule name.
+    pub rule: &'static str,
+    /// Severity.
+    pub severity: Severity,
+    /// What is wrong, naming the values on each side.
+    pub message: String,
+    /// How to fix this instance.
+    pub fix: String,
+    /// SGLang's own error or symptom.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sglang_error: Option<&'static str>,
+    /// The places concerned.
+    pub locations: Vec<Location>,
+}
+
+impl Finding {
+    /// A finding of `rule` at its default severity, quoting its first SGLang error.
+    pub fn new(rule: &'static Rule, message: impl Into<String>, fix: impl Into<String>) -> Finding {
+        Finding {
+            code: rule.code,
+            rule: rule.name,
+            severity: rule.severity,
+            message: message.into(),
+            fix: fix.into(),
+            sglang_error: rule.sglang_errors.first().copied(),
+            locations: Vec::new(),
+        }
+    }
+    /// Overrides the severity.
+    pub fn severity(mut self, s: Severity) -> Finding {
+        self.severity = s;
+        self
+    }
+    /// Adds the location of `dest` on `server` (its last occurrence, or the process if absent).
+    pub fn at(mut self, server: &ServerView, dest: &str) -> Finding {
+        let origin = server.origin(dest).cloned().unwrap_or(Origin::Derived);
+        let flag = server.spec().by_dest(dest).map(|f| f.flags[0].clone());
+        self.locations.push(Location { process: server.label.clone(), flag, origin });
+        self
+    }
+    /// Adds a location given by hand.
+    pub fn at_origin(mut self, process: impl Into<String>, flag: Option<&str>, origin: Origin) -> Finding {
+        self.locations.push(Location { process: process.into(), flag: flag.map(str::to_owned), origin });
+        self
+    }
+}
+
+/// The router as the rules see it.
+#[derive(Clone, Debug)]
+pub struct RouterView {
+    /// Listen host.
+    pub host: String,
+    /// Listen port.
+    pub port: u16,
+    /// Prefill entries: URL host, URL port, bootstrap port given (if any), origin.
+    pub prefills: Vec<RouterEntry>,
+    /// Decode entries (bootstrap port always `None`).
+    pub decodes: Vec<RouterEntry>,
+    /// The router argv after the module.
+    pub tokens: Vec<String>,
+    /// What argparse read.
+    pub parsed: Parsed,
+    /// Origin of each token.
+    pub origins: Vec<Origin>,
+    /// The router release.
+    pub release: RouterRelease,
+}
+
+/// One `--prefill`/`--decode` entry of the router.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RouterEntry {
+    /// Host from the URL.
+    pub host: String,
+    /// Port from the URL.
+    pub port: u16,
+    /// Bootstrap port after the URL.
+    pub bootstrap_port: Option<u16>,
+    /// Where it came from.
+    pub origin: Origin,
+}
+
+/// Everything the rules look at.
+#[derive(Clone, Debug)]
+pub struct Context<'a> {
+    /// Every server, prefill first.
+    pub servers: Vec<ServerView>,
+    /// The router, when there is one.
+    pub router: Option<RouterView>,
+    /// Model facts.
+    pub model: ModelFacts,
+    /// Target release.
+    pub release: Release,
+    /// The deployment, when checking one (absent when linting command lines).
+    pub deployment: Option<&'a Deployment>,
+}
+
+impl<'a> Context<'a> {
+    /// The context of a rendered deployment.
+    pub fn from_deployment(d: &'a Deployment, plan: &Plan) -> Context<'a> {
+        let servers = plan
+            .servers
+            .iter()
+            .map(|p| {
+                let mut v = ServerView::new(
+                    p.label(),
+                    p.host.clone(),
+                    p.arg_tokens(),
+                    p.token_origins().into_iter().cloned().collect(),
+                    p.env.clone(),
+                    d.side(p.role).gpu,
+                    d.sglang_version,
+                );
+                v.gpus = Some(p.gpus);
+                v.instance = p.instance;
+                v.node = p.node;
+                v
+            })
+            .collect();
+        let tokens = plan.router.arg_tokens();
+        let origins: Vec<Origin> =
+            plan.router.args.iter().flat_map(|a| a.tokens.iter().map(move |_| a.origin.clone())).collect();
+        let entry = |url: &str, port: Option<u16>, origin: Origin| {
+            let (host, p) = split_url(url).unwrap_or_default();
+            RouterEntry { host, port: p, bootstrap_port: port, origin }
+        };
+        let router = RouterView {
+            host: plan.router.host.clone(),
+            port: plan.router.port,
+            prefills: plan
+                .router
+                .prefills
+                .iter()
+                .enumerate()
+                .map(|(i, e)| entry(&e.url, e.bootstrap_port, Origin::Field { path: format!("prefill.instances[{i}]") }))
+                .collect(),
+            decodes: plan
+                .router
+                .decodes
+                .iter()
+                .enumerate()
+                .map(|(i, u)| entry(u, None, Origin::Field { path: format!("decode.instances[{i}]") }))
+                .collect(),
+            parsed: parse_argv(d.router_version.spec(), &tokens),
+            tokens,
+            origins,
+            release: d.router_version,
+        };
+        Context {
+            servers,
+            router: Some(router),
+            model: ModelFacts { geometry: d.model.geometry.clone() },
+            release: d.sglang_version,
+            deployment: Some(d),
+        }
+    }
+
+    /// Servers of one role.
+    pub fn role(&self, role: Role) -> impl Iterator<Item = &ServerView> {
+        self.servers.iter().filter(move |s| s.role == Some(role))
+    }
+
+    /// Node-0 servers of one role (one per instance): the ones that talk to the peer side.
+    pub fn heads(&self, role: Role) -> impl Iterator<Item = &ServerView> {
+        self.role(role).filter(|s| s.node == 0)
+    }
+
+    /// Every (prefill head, decode head) pair.
+    pub fn pairs(&self) -> Vec<(&ServerView, &ServerView)> {
+        let mut out = Vec::new();
+        for p in self.heads(Role::Prefill) {
+            for d in self.heads(Role::Decode) {
+                out.push((p, d));
+            }
+        }
+        out
+    }
+
+    /// The GPU of a side, when all its servers agree on one.
+    pub fn gpu(&self, role: Role) -> Option<Gpu> {
+        self.role(role).next().and_then(|s| s.gpu)
+    }
+}
+
+/// Splits `http://host:port[/...]` into host and port (default 80).
+pub fn split_url(url: &str) -> Option<(String, u16)> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let hostport = rest.split('/').next()?;
+    let hostport = hostport.split('@').next().unwrap_or(hostport);
+    if let Some(v6) = hostport.strip_prefix('[') {
+        let (h, p) = v6.split_once(']')?;
+        let port = p.strip_prefix(':').and_then(|p| p.parse().ok()).unwrap_or(80);
+        return Some((h.to_owned(), port));
+    }
+    match hostport.rsplit_once(':') {
+        Some((h, p)) => Some((h.to_owned(), p.parse().ok()?)),
+        None => Some((hostport.to_owned(), 80)),
+    }
+}
+
+/// Runs every rule; findings come out errors first, then by code, without duplicates.
+pub fn run(ctx: &Context) -> Vec<Finding> {
+    let mut out: Vec<Finding> = Vec::new();
+    for r in RULES {
+        for f in (r.check)(ctx) {
+            if !out.iter().any(|o| o.code == f.code && o.message == f.message) {
+                out.push(f);
+            }
+        }
+    }
+    out.sort_by(|a, b| a.severity.cmp(&b.severity).then(a.code.cmp(b.code)));
+    out
+}
+
+/// The result of checking a deployment.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// Findings, errors first.
+    pub findings: Vec<Finding>,
+}
+
+impl Report {
+    /// Number of findings of a severity.
+    pub fn count(&self, s: Severity) -> usize {
+        self.findings.iter().filter(|f| f.severity == s).count()
+    }
+    /// True when no finding is an error.
+    pub fn is_clean(&self) -> bool {
+        self.count(Severity::Error) == 0
+    }
+}
+
+/// Renders and validates a deployment.
+pub fn check(d: &Deployment) -> Report {
+    let plan = crate::plan::plan(d);
+    let ctx = Context::from_deployment(d, &plan);
+    Report { findings: run(&ctx) }
+}
+
+/// Helpers for rule tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// The single-node Llama 1P1D example as a starting point.
+    pub fn llama() -> Deployment {
+        crate::examples::example("llama-1p1d").expect("example exists")
+    }
+
+    /// The multi-node DeepSeek example.
+    pub fn deepseek() -> Deployment {
+        crate::examples::example("deepseek-v3-dp-deepep").expect("example exists")
+    }
+
+    /// Codes of the findings of `d`.
+    pub fn codes(d: &Deployment) -> Vec<&'static str> {
+        check(d).findings.iter().map(|f| f.code).collect()
+    }
+
+    /// The findings of one rule for `d`.
+    pub fn findings(d: &Deployment, code: &str) -> Vec<Finding> {
+        check(d).findings.into_iter().filter(|f| f.code == code).collect()
+    }
+}

@@ -1,0 +1,18 @@
+//! PD014: TODO (placeholder being written).
+
+use super::{Context, Finding, Rule, Severity};
+
+pub static RULE: Rule = Rule {
+    code: "PD014",
+    name: "decode-hicache-without-radix",
+    severity: Severity::Error,
+    summary: "TODO",
+    explanation: "TODO",
+    sglang_errors: &[],
+    fix: "TODO",
+    check,
+};
+
+fn check(_ctx: &Context) -> Vec<Finding> {
+    Vec::new()
+}

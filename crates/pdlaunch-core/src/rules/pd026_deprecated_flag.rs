@@ -1,0 +1,18 @@
+//! PD026: TODO (placeholder being written).
+
+use super::{Context, Finding, Rule, Severity};
+
+pub static RULE: Rule = Rule {
+    code: "PD026",
+    name: "deprecated-flag",
+    severity: Severity::Error,
+    summary: "TODO",
+    explanation: "TODO",
+    sglang_errors: &[],
+    fix: "TODO",
+    check,
+};
+
+fn check(_ctx: &Context) -> Vec<Finding> {
+    Vec::new()
+}
