@@ -208,7 +208,7 @@ impl ServerView {
         let d = decode.as_deref();
         let draft = self.backend("speculative_draft_attention_backend");
         let mla = model.attention().map(|k| k == AttentionKind::Mla);
-        let mut snap = |name: &str, keep: &[u32], to: u32, page: &mut u32, why: &mut Vec<String>| {
+        let snap = |name: &str, keep: &[u32], to: u32, page: &mut u32, why: &mut Vec<String>| {
             if !keep.contains(page) {
                 why.push(format!("snapped from {} to {to} by attention backend {name}", *page));
                 *page = to;

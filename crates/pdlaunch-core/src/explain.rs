@@ -1,0 +1,132 @@
+//! `explain`: from an SGLang error message (pasted from a log) to the rule that prevents it, with
+//! its cause and fix. Each rule quotes SGLang's own texts with `{...}` where SGLang interpolates a
+//! value; a message matches when every literal piece of a quoted text appears in it, in order.
+
+use crate::rules::{Rule, RULES};
+
+/// A rule that matches a message.
+#[derive(Clone, Debug)]
+pub struct Explanation {
+    /// The rule.
+    pub rule: &'static Rule,
+    /// The SGLang text that matched.
+    pub matched: &'static str,
+    /// How much of the text matched, 0..=1 (1 = every literal piece of the SGLang text).
+    pub score: f64,
+}
+
+fn normalize(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+}
+
+/// The literal pieces of an SGLang text, between `{...}` placeholders.
+fn pieces(template: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut depth = 0usize;
+    for c in template.chars() {
+        match c {
+            '{' => {
+                depth += 1;
+                if depth == 1 && !cur.trim().is_empty() {
+                    out.push(normalize(&cur));
+                }
+                cur.clear();
+            }
+            '}' if depth > 0 => depth -= 1,
+            _ if depth == 0 => cur.push(c),
+            _ => {}
+        }
+    }
+    if !cur.trim().is_empty() {
+        out.push(normalize(&cur));
+    }
+    out
+}
+
+fn words(s: &str) -> std::collections::BTreeSet<&str> {
+    s.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+        .filter(|w| w.len() > 1 && !w.chars().all(|c| c.is_ascii_digit()))
+        .collect()
+}
+
+/// Scores how well `msg` matches `template`: the share of the template's literal characters found
+/// in order in the message; or, for a fragment of a log line, the share of the message's words
+/// that the template contains (at least four of them, nearly all).
+fn score(msg: &str, template: &str) -> f64 {
+    let ps = pieces(template);
+    let total: usize = ps.iter().map(|p| p.trim().len()).sum();
+    if total == 0 {
+        return 0.0;
+    }
+    let mut at = 0;
+    let mut matched = 0;
+    for p in &ps {
+        let p = p.trim();
+        if let Some(i) = msg[at..].find(p) {
+            at += i + p.len();
+            matched += p.len();
+        }
+    }
+    let ordered = matched as f64 / total as f64;
+    let literal = ps.join(" ");
+    let tw = words(&literal);
+    // Placeholders a user pasted from the source (`{info.page_size}`) are not words of the message.
+    let stripped: String = pieces(msg).join(" ");
+    let mw = words(&stripped);
+    let shared = mw.iter().filter(|w| tw.contains(*w)).count();
+    let fragment = if shared >= 4 && shared * 10 >= mw.len() * 9 {
+        // Scale into [0.5, 0.9]: a fragment never outranks a full match.
+        0.5 + 0.4 * (shared as f64 / tw.len().max(1) as f64)
+    } else {
+        0.0
+    };
+    ordered.max(fragment)
+}
+
+/// Rules whose SGLang texts match `message`, best first. Matches below `0.5` are dropped.
+pub fn explain(message: &str) -> Vec<Explanation> {
+    let msg = normalize(message);
+    let mut out: Vec<Explanation> = Vec::new();
+    for rule in RULES {
+        let best = rule
+            .sglang_errors
+            .iter()
+            .map(|t| (score(&msg, t), *t))
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        if let Some((s, t)) = best {
+            if s >= 0.5 {
+                out.push(Explanation { rule, matched: t, score: s });
+            }
+        }
+    }
+    out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.rule.code.cmp(b.rule.code)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEED: &str = "RuntimeError: Page size mismatch: prefill server has page_size=64, but decode server \
+        has page_size=1. Both servers must use the same --page-size value.";
+
+    #[test]
+    fn the_seed_message_names_pd001() {
+        let e = explain(SEED);
+        assert_eq!(e[0].rule.code, "PD001");
+        assert!(e[0].score > 0.99);
+    }
+
+    #[test]
+    fn the_template_form_and_a_fragment_match() {
+        assert_eq!(explain("Page size mismatch: prefill server has page_size={info.page_size}")[0].rule.code, "PD001");
+        assert_eq!(explain("page size mismatch: prefill server has page_size=")[0].rule.code, "PD001");
+    }
+
+    #[test]
+    fn unrelated_text_matches_nothing() {
+        assert!(explain("Segmentation fault (core dumped) in libfoo").is_empty());
+        assert!(explain("").is_empty());
+    }
+}

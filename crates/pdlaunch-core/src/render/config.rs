@@ -1,0 +1,80 @@
+//! SGLang `--config` YAML, one file per role, plus the short command lines that load it.
+//!
+//! SGLang's config loader has traps this renderer avoids: keys are flag names without `--` in the
+//! dash form (`page-size`, not `page_size`); only plain store and store_true options are accepted
+//! (no deprecated aliases, no `--no-x` forms); a store_true set in the file cannot be turned off
+//! from the command line; `--config=path` (equals form) is silently ignored, so the path is its
+//! own token; and scalars are turned back into strings with Python's `str()`, so every string is
+//! written quoted when YAML would read it as something else.
+
+use super::shell::render_shell_like;
+use super::{header, RenderedFile};
+use crate::deployment::Role;
+use crate::flags::Kind;
+use crate::plan::{Arg, Plan, Scope};
+
+/// The YAML key of a flag spelling.
+pub fn config_key(flag: &str) -> &str {
+    flag.trim_start_matches("--")
+}
+
+fn yaml_value(arg: &Arg) -> serde_yaml::Value {
+    let flag = arg.flag.expect("config args come from the table");
+    let values = &arg.tokens[1..];
+    match flag.kind {
+        Kind::Switch => serde_yaml::Value::Bool(true),
+        Kind::Int => values[0].parse::<i64>().map_or_else(|_| serde_yaml::Value::String(values[0].clone()), Into::into),
+        Kind::Float => values[0].parse::<f64>().map_or_else(|_| serde_yaml::Value::String(values[0].clone()), Into::into),
+        Kind::List | Kind::Append => {
+            serde_yaml::Value::Sequence(values.iter().cloned().map(serde_yaml::Value::String).collect())
+        }
+        Kind::Str => serde_yaml::Value::String(values[0].clone()),
+    }
+}
+
+/// Splits a process's args into the role-wide ones (for the YAML) and the rest (command line).
+fn split(args: &[Arg]) -> (Vec<&Arg>, Vec<&Arg>) {
+    args.iter().partition(|a| a.scope == Scope::Role && a.flag.is_some())
+}
+
+/// The config file name of a role.
+pub fn config_file_name(plan: &Plan, role: Role) -> String {
+    format!("{}-{}.yaml", plan.name, role)
+}
+
+/// One YAML per role (from its first process; role-wide args are equal on all of them) and one
+/// script per process that runs `--config FILE` plus its per-process flags.
+pub fn render_config(plan: &Plan) -> Vec<RenderedFile> {
+    let mut files = Vec::new();
+    for role in Role::BOTH {
+        let Some(first) = plan.role(role).next() else { continue };
+        let (wide, _) = split(&first.args);
+        let mut map = serde_yaml::Mapping::new();
+        for a in wide {
+            let key = config_key(&a.tokens[0]).to_owned();
+            map.insert(serde_yaml::Value::String(key), yaml_value(a));
+        }
+        let body = serde_yaml::to_string(&map).expect("YAML values serialize");
+        let mut contents = header(plan);
+        contents.push_str(&format!("# SGLang --config file for every {role} server. Keys are flag names without `--`.\n"));
+        contents.push_str(&body);
+        files.push(RenderedFile { name: config_file_name(plan, role), contents, executable: false });
+    }
+    for p in &plan.servers {
+        let (_, rest) = split(&p.args);
+        let path = format!("{}/{}", plan.config_dir.trim_end_matches('/'), config_file_name(plan, p.role));
+        let mut argv = vec![plan.python.clone(), "-m".into(), crate::plan::SERVER_MODULE.into(), "--config".into(), path];
+        argv.extend(rest.iter().flat_map(|a| a.tokens.iter().cloned()));
+        files.push(RenderedFile {
+            name: format!("{}.sh", p.id()),
+            contents: render_shell_like(plan, &format!("{} (loads its role's --config file)", p.label()), &p.env, &argv),
+            executable: true,
+        });
+    }
+    files.push(RenderedFile {
+        name: "router.sh".into(),
+        contents: render_shell_like(plan, "router", &plan.router.env, &plan.router_argv()),
+        executable: true,
+    });
+    files
+}
