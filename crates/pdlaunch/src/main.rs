@@ -1,1 +1,64 @@
-fn main(){}
+//! `pdlaunch`: render matched SGLang prefill, decode and router command lines from one deployment
+//! file, check them against SGLang's own rules, explain SGLang errors, and publish the schema.
+//!
+//! The CLI is thin: reading files, writing files and printing live here; everything else is in
+//! `pdlaunch-core`.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+mod input;
+mod style;
+
+/// Exit status for "the deployment has errors".
+pub const EXIT_FINDINGS: u8 = 1;
+/// Exit status for bad input or environment.
+pub const EXIT_BAD_INPUT: u8 = 2;
+
+#[derive(Parser)]
+#[command(name = "pdlaunch", version, about = "Matched SGLang prefill/decode/router launch commands from one schema, checked before launch")]
+struct Cli {
+    /// When to use colour: auto, always or never (NO_COLOR is honoured).
+    #[arg(long, global = true, default_value = "auto", value_parser = ["auto", "always", "never"])]
+    color: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Render the launch commands of a deployment (validated first).
+    Render(cmd::render::Args),
+    /// Validate a deployment: exit 0 when clean, 1 when errors are found, 2 on bad input.
+    Check(cmd::check::Args),
+    /// Print the deployment JSON Schema.
+    Schema(cmd::schema::Args),
+    /// Explain an SGLang error message, or a rule code: cause and fix.
+    Explain(cmd::explain::Args),
+    /// Write a starting deployment from a named example.
+    Init(cmd::init::Args),
+    /// List the validation rules.
+    Rules(cmd::rules::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let style = style::Style::new(&cli.color);
+    let result = match cli.command {
+        Command::Render(a) => cmd::render::run(a, &style),
+        Command::Check(a) => cmd::check::run(a, &style),
+        Command::Schema(a) => cmd::schema::run(a),
+        Command::Explain(a) => cmd::explain::run(a, &style),
+        Command::Init(a) => cmd::init::run(a),
+        Command::Rules(a) => cmd::rules::run(a, &style),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("{}: {e}", style.error("error"));
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+    }
+}

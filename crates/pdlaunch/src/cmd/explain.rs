@@ -1,0 +1,60 @@
+//! `pdlaunch explain`: from an SGLang error message (or a rule code) to cause and fix.
+
+use std::io::Read;
+
+use pdlaunch_core::explain::explain;
+use pdlaunch_core::rules::{rule, Rule};
+
+use crate::style::Style;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The SGLang error text (quote it), a rule code such as PD001, or `-` to read stdin.
+    pub text: String,
+    /// Output format.
+    #[arg(long, default_value = "human", value_parser = ["human", "json"])]
+    pub format: String,
+}
+
+pub fn run(args: Args, style: &Style) -> super::Result<u8> {
+    let text = if args.text == "-" {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s)?;
+        s
+    } else {
+        args.text
+    };
+    let hits: Vec<(&'static Rule, Option<&'static str>, f64)> = match rule(text.trim()) {
+        Some(r) => vec![(r, None, 1.0)],
+        None => explain(&text).into_iter().map(|e| (e.rule, Some(e.matched), e.score)).collect(),
+    };
+    if args.format == "json" {
+        let v: Vec<_> = hits
+            .iter()
+            .map(|(r, m, s)| {
+                serde_json::json!({
+                    "code": r.code, "rule": r.name, "severity": r.severity, "score": s,
+                    "summary": r.summary, "cause": r.explanation, "fix": r.fix,
+                    "matched_sglang_text": m, "sglang_errors": r.sglang_errors,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else if hits.is_empty() {
+        println!("No rule matches this text. `pdlaunch rules` lists what pdlaunch checks.");
+    } else {
+        for (i, (r, m, _)) in hits.iter().enumerate() {
+            if i > 0 {
+                println!("\nAlso possible:");
+            }
+            println!("{} {}: {}", style.bold(r.code), style.bold(r.name), r.summary);
+            if let Some(m) = m {
+                println!("  {} SGLang raises: {m}", style.dim("="));
+            }
+            println!("  {} cause: {}", style.dim("="), r.explanation);
+            println!("  {} fix: {}", style.dim("="), r.fix);
+            println!("  {} `pdlaunch check` reports it before launch as {}.", style.dim("="), r.code);
+        }
+    }
+    Ok(if hits.is_empty() { crate::EXIT_FINDINGS } else { 0 })
+}

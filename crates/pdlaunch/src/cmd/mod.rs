@@ -1,0 +1,11 @@
+//! One module per subcommand.
+
+pub mod check;
+pub mod explain;
+pub mod init;
+pub mod render;
+pub mod rules;
+pub mod schema;
+
+/// Errors a subcommand reports as bad input (exit 2).
+pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;

@@ -1,0 +1,30 @@
+//! `pdlaunch rules`: list the validation rules.
+
+use pdlaunch_core::rules::RULES;
+
+use crate::style::Style;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Output format.
+    #[arg(long, default_value = "human", value_parser = ["human", "json"])]
+    pub format: String,
+}
+
+pub fn run(args: Args, style: &Style) -> super::Result<u8> {
+    if args.format == "json" {
+        let v: Vec<_> = RULES
+            .iter()
+            .map(|r| {
+                serde_json::json!({"code": r.code, "rule": r.name, "severity": r.severity, "summary": r.summary,
+                    "cause": r.explanation, "fix": r.fix, "sglang_errors": r.sglang_errors})
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        for r in RULES {
+            println!("{} {:<8} {:<36} {}", style.bold(r.code), r.severity.as_str(), r.name, r.summary);
+        }
+    }
+    Ok(0)
+}
