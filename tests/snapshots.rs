@@ -1,1 +1,28 @@
-//! (being written)
+//! Snapshot tests: the rendered output of every example in every format is pinned under
+//! `tests/snapshots/`. Review changes with `cargo insta review` (or `INSTA_UPDATE=always`).
+
+use std::path::PathBuf;
+
+use pdlaunch_core::examples::EXAMPLES;
+use pdlaunch_core::plan::plan;
+use pdlaunch_core::render::{bundle, render, Format};
+
+fn settings() -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    s.set_snapshot_path(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/snapshots"));
+    s.set_prepend_module_to_snapshot(false);
+    s.set_omit_expression(true);
+    s
+}
+
+#[test]
+fn every_example_in_every_format() {
+    for e in EXAMPLES {
+        let d = pdlaunch_core::examples::example(e.name).expect("example parses");
+        let p = plan(&d);
+        for format in Format::ALL {
+            let text = bundle(&render(&p, format));
+            settings().bind(|| insta::assert_snapshot!(format!("{}.{}", e.name, format.as_str()), text));
+        }
+    }
+}

@@ -335,7 +335,7 @@ pub static CHAT_TEMPLATE: Flag = Flag {
     doc: "Chat requests are templated on each side independently.",
 };
 
-/// `--page-size`: Checked by SGLang on the first request (A1): "Page size mismatch".
+/// `--page-size`: Checked by SGLang on the first request: "Page size mismatch".
 pub static PAGE_SIZE: Flag = Flag {
     name: "--page-size",
     aliases: &[],
@@ -346,10 +346,10 @@ pub static PAGE_SIZE: Flag = Flag {
     relation: Relation::MustMatch,
     releases: 0b1111111,
     field: "Shared.page_size",
-    doc: "Checked by SGLang on the first request (A1): \"Page size mismatch\".",
+    doc: "Checked by SGLang on the first request \"Page size mismatch\".",
 };
 
-/// `--kv-cache-dtype`: Checked by SGLang as a string (A2): "KV cache dtype mismatch".
+/// `--kv-cache-dtype`: Checked by SGLang as a string: "KV cache dtype mismatch".
 pub static KV_CACHE_DTYPE: Flag = Flag {
     name: "--kv-cache-dtype",
     aliases: &[],
@@ -360,7 +360,7 @@ pub static KV_CACHE_DTYPE: Flag = Flag {
     relation: Relation::MustMatch,
     releases: 0b1111111,
     field: "Shared.kv_cache_dtype",
-    doc: "Checked by SGLang as a string (A2): \"KV cache dtype mismatch\".",
+    doc: "Checked by SGLang as a string: \"KV cache dtype mismatch\".",
 };
 
 /// `--disaggregation-transfer-backend`: Both sides must speak the same transfer engine.
@@ -601,7 +601,7 @@ pub static KV_CANARY_REAL_DATA: Flag = Flag {
     doc: "Real-KV canary checks.",
 };
 
-/// `--enable-unified-memory`: Whole-envelope KV path (D1/D2 checks).
+/// `--enable-unified-memory`: Whole-envelope KV path.
 pub static ENABLE_UNIFIED_MEMORY: Flag = Flag {
     name: "--enable-unified-memory",
     aliases: &[],
@@ -612,7 +612,7 @@ pub static ENABLE_UNIFIED_MEMORY: Flag = Flag {
     relation: Relation::MustMatch,
     releases: 0b1100000,
     field: "Shared.enable_unified_memory",
-    doc: "Whole-envelope KV path (D1/D2 checks).",
+    doc: "Whole-envelope KV path.",
 };
 
 /// `--enable-page-major-kv-layout`: Changes the KV layout; nothing checks it outside unified memory.

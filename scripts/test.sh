@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs every check of the project on a fresh machine: installs what is missing (the wasm32 target,
+# rustfmt, clippy, cargo-nextest), then formatting, lints, all tests, and the core's wasm32 build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "toolchain components"
+if command -v rustup >/dev/null; then
+  rustup component add rustfmt clippy >/dev/null 2>&1 || true
+  rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+fi
+if ! cargo nextest --version >/dev/null 2>&1; then
+  step "installing cargo-nextest"
+  cargo install cargo-nextest --locked
+fi
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "tests (nextest)"
+cargo nextest run --workspace --locked --no-fail-fast
+
+step "doc tests"
+cargo test --workspace --doc --locked
+
+step "core builds for wasm32-unknown-unknown (no I/O, no threads)"
+cargo build -p pdlaunch-core --target wasm32-unknown-unknown --locked
+
+step "benches compile"
+cargo bench --workspace --no-run --locked >/dev/null
+
+printf '\nall checks passed\n'
