@@ -159,6 +159,7 @@ pub struct Shared {
     /// Tokens per KV page. Always rendered explicitly, because the attention backend and the GPU
     /// change SGLang's default on each side.
     #[serde(default = "default_page_size")]
+    #[schemars(range(min = 1))]
     pub page_size: u32,
     /// KV-cache element type, always rendered explicitly.
     #[serde(default = "default_kv_cache_dtype")]
@@ -338,27 +339,33 @@ pub struct Side {
     pub instances: Vec<Instance>,
     /// Tensor-parallel size of one instance (across all its nodes).
     #[serde(default = "one")]
+    #[schemars(range(min = 1))]
     pub tp: u32,
     /// Data-parallel replicas inside one instance, without DP attention.
     #[serde(default = "one", skip_serializing_if = "is_one")]
+    #[schemars(range(min = 1))]
     pub dp: u32,
     /// Attention data-parallel width (DP attention); 1 disables it.
     #[serde(default = "one", skip_serializing_if = "is_one")]
+    #[schemars(range(min = 1))]
     pub attn_dp: u32,
     /// Pipeline-parallel size.
     #[serde(default = "one", skip_serializing_if = "is_one")]
+    #[schemars(range(min = 1))]
     pub pp: u32,
     /// Expert-parallel size (forced to `tp` by SGLang when an all-to-all backend is set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ep: Option<u32>,
     /// Attention context-parallel size (prefill only).
     #[serde(default = "one", skip_serializing_if = "is_one")]
+    #[schemars(range(min = 1))]
     pub attn_cp: u32,
     /// Prefill context parallelism for MLA/DSA models (prefill only).
     #[serde(default, skip_serializing_if = "is_false")]
     pub enable_prefill_cp: bool,
     /// Decode context-parallel size.
     #[serde(default = "one", skip_serializing_if = "is_one")]
+    #[schemars(range(min = 1))]
     pub dcp: u32,
     /// MoE all-to-all backend.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -172,6 +172,9 @@ fn check_structure(d: &Deployment) -> Result<(), (String, String, String)> {
             }
         }
     }
+    if d.shared.page_size == 0 {
+        return Err(("shared.page_size".into(), "`page_size` is 0".into(), "use a positive page size such as 16, 32 or 64".into()));
+    }
     if d.model.path.trim().is_empty() {
         return Err(("model.path".into(), "empty model path".into(), "give a local directory or a Hugging Face id".into()));
     }

@@ -78,3 +78,36 @@ pub fn render_config(plan: &Plan) -> Vec<RenderedFile> {
     });
     files
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SGLang turns YAML scalars back into argv strings with `str()`, so strings that YAML would
+    /// read as numbers, booleans or null must stay strings.
+    #[test]
+    fn ambiguous_strings_stay_strings() {
+        let mut d = crate::examples::example("llama-1p1d").unwrap();
+        for name in ["1.10", "true", "null", "0x10", "~", "8e3", "no", "- x", "a: b", "#x"] {
+            d.model.served_name = Some(name.into());
+            let files = render_config(&crate::plan::plan(&d));
+            let yaml: serde_yaml::Mapping = serde_yaml::from_str(&files[0].contents).unwrap();
+            let v = &yaml[&serde_yaml::Value::String("served-model-name".into())];
+            assert_eq!(v, &serde_yaml::Value::String(name.into()), "{name} was not kept as a string");
+        }
+    }
+
+    #[test]
+    fn keys_use_dashes_and_config_path_is_its_own_token() {
+        let d = crate::examples::example("deepseek-v3-dp-deepep").unwrap();
+        let files = render_config(&crate::plan::plan(&d));
+        for f in files.iter().filter(|f| f.name.ends_with(".yaml")) {
+            for line in f.contents.lines().filter(|l| !l.starts_with('#')) {
+                let key = line.split(':').next().unwrap();
+                assert!(!key.contains('_'), "{key} has an underscore");
+            }
+        }
+        assert!(files.iter().any(|f| f.contents.contains("--config ./deepseek-v3-dp-deepep-prefill.yaml")));
+        assert!(files.iter().all(|f| !f.contents.contains("--config=")));
+    }
+}

@@ -45,6 +45,15 @@ impl Format {
             Format::SglangConfig => "sglang-config",
         }
     }
+    /// Why this format cannot target `release`, if it cannot.
+    pub fn unsupported_reason(self, release: crate::release::Release) -> Option<String> {
+        (self == Format::SglangConfig && !crate::flags::CONFIG.in_release(release)).then(|| {
+            format!(
+                "SGLang {release} has no `--config` option (it exists in {}); render the `shell` or `json` format",
+                crate::flags::CONFIG.release_list()
+            )
+        })
+    }
     /// Parses a format name.
     pub fn parse(s: &str) -> Option<Format> {
         Format::ALL.into_iter().find(|f| f.as_str() == s)

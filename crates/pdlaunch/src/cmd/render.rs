@@ -39,6 +39,9 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
         }
     }
     let format = Format::parse(&args.format).expect("clap restricts the value");
+    if let Some(reason) = format.unsupported_reason(loaded.deployment.sglang_version) {
+        return Err(reason.into());
+    }
     let files = render(&plan(&loaded.deployment), format);
     match &args.out {
         None => print!("{}", bundle(&files)),
