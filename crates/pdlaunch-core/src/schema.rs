@@ -116,6 +116,37 @@ mod tests {
         }
     }
 
+    /// The other direction: every field of the flag-bearing definitions renders through a flag in
+    /// the table, except the few listed here with the reason they have none.
+    #[test]
+    fn every_setting_field_has_a_flag() {
+        const NOT_FLAGS: &[&str] = &[
+            "Model.geometry",           // model facts for the rules, not a flag
+            "Shared.env",               // environment, not argv
+            "Shared.speculative",       // a group: its own fields carry the flags
+            "Side.gpu",                 // hardware facts for the rules
+            "Side.instances",           // topology: renders ports, hosts, node ranks
+            "Side.env",                 // environment
+            "Side.extra_args",          // verbatim argv
+            "Instance.nodes",           // topology
+            "Node.host",                // renders `--host` (unless bind_host) and URLs
+            "Node.gpus",                // GPU accounting; renders `--base-gpu-id` offsets
+            "Node.gpus_installed",      // GPU accounting only
+            "Router.env",               // environment
+            "Router.extra_args",        // verbatim argv
+        ];
+        let v = schema_value(Dialect::Draft07);
+        for def in ["Model", "Shared", "Speculative", "Side", "HiCache", "Instance", "Node", "Router"] {
+            let props = v["definitions"][def]["properties"].as_object().unwrap_or_else(|| panic!("{def} has properties"));
+            for (name, p) in props {
+                let field = format!("{def}.{name}");
+                let has_flag = p.get("x-sglang-flags").is_some();
+                let excepted = NOT_FLAGS.contains(&field.as_str());
+                assert!(has_flag != excepted, "{field}: flag in table = {has_flag}, listed as flag-less = {excepted}");
+            }
+        }
+    }
+
     #[test]
     fn descriptions_carry_the_flag() {
         let mut v = schema_value(Dialect::Draft07);
