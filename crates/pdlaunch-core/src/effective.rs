@@ -322,13 +322,8 @@ pub fn default_attention_backend(gpu: Option<Gpu>, model: &ModelFacts, topk: u32
     let b = match (kind, gpu.sm()) {
         (_, None) => "aiter",
         (AttentionKind::Mla, Some(90)) => "fa3",
-        (AttentionKind::Mla, Some(sm)) if sm >= 100 => {
-            if DEEPSEEK_V3_ARCHS.contains(&arch) {
-                "trtllm_mla"
-            } else {
-                "flashinfer"
-            }
-        }
+        (AttentionKind::Mla, Some(sm)) if sm >= 100 && DEEPSEEK_V3_ARCHS.contains(&arch) => "trtllm_mla",
+        (AttentionKind::Mla, Some(sm)) if sm >= 100 => "flashinfer",
         (AttentionKind::Mla, Some(_)) => "triton",
         (_, Some(90)) if topk <= 1 => "fa3",
         (_, Some(sm)) if sm >= 100 && topk <= 1 => "trtllm_mha",

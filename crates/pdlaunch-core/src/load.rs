@@ -60,16 +60,27 @@ impl Syntax {
     }
 }
 
+/// What a failed deserialization reports: field path, position, message.
+type SerdeFailure = (String, Option<(usize, usize)>, String);
+
 /// Parses a deployment from text; `file` only labels errors.
+#[allow(clippy::result_large_err)] // one error per run, reported and dropped
 pub fn parse_deployment(text: &str, file: &str, syntax: Syntax) -> Result<Deployment, LoadError> {
-    let result: Result<Deployment, (String, Option<(usize, usize)>, String)> = match syntax {
+    let result: Result<Deployment, SerdeFailure> = match syntax {
         Syntax::Yaml => {
             let de = serde_yaml::Deserializer::from_str(text);
             serde_path_to_error::deserialize(de).map_err(|e| {
                 let path = e.path().to_string();
                 let inner = e.into_inner();
                 let loc = inner.location().map(|l| (l.line(), l.column()));
-                (path, loc, strip_location(&inner.to_string()))
+                let msg = strip_location(&inner.to_string());
+                // serde_yaml prefixes the path it knows (`decode: unknown field ...`); we print
+                // the full path apart, so drop its prefix.
+                let msg = match msg.split_once(": ") {
+                    Some((head, rest)) if !head.contains(' ') && path.starts_with(head) => rest.to_owned(),
+                    _ => msg,
+                };
+                (path, loc, msg)
             })
         }
         Syntax::Json => {
@@ -145,7 +156,7 @@ fn check_structure(d: &Deployment) -> Result<(), (String, String, String)> {
             return Err((
                 format!("{role}.instances"),
                 format!("the {role} side has no instances"),
-                format!("add at least one instance with one node, e.g. `instances: [{{nodes: [{{host: 10.0.0.1}}]}}]`"),
+                "add at least one instance with one node, e.g. `instances: [{nodes: [{host: 10.0.0.1}]}]`".into(),
             ));
         }
         for (i, inst) in side.instances.iter().enumerate() {
@@ -172,6 +183,28 @@ fn check_structure(d: &Deployment) -> Result<(), (String, String, String)> {
             }
         }
     }
+    let envs = [("shared.env", &d.shared.env), ("prefill.env", &d.prefill.env), ("decode.env", &d.decode.env), ("router.env", &d.router.env)];
+    for (path, env) in envs {
+        for name in env.keys() {
+            let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !valid {
+                return Err((
+                    format!("{path}.{name}"),
+                    format!("environment variable name {name:?} is not a valid name"),
+                    "names are letters, digits and `_`, not starting with a digit (e.g. `SGLANG_DISAGG_STAGING_BUFFER`)".into(),
+                ));
+            }
+        }
+    }
+    let value = serde_json::to_value(d).expect("a deployment serializes");
+    if let Some(path) = find_nul(&value, String::new()) {
+        return Err((
+            path,
+            "the value contains a NUL character, which no command-line argument or environment value can carry".into(),
+            "remove the NUL (\\0) character".into(),
+        ));
+    }
     if d.shared.page_size == 0 {
         return Err(("shared.page_size".into(), "`page_size` is 0".into(), "use a positive page size such as 16, 32 or 64".into()));
     }
@@ -179,6 +212,23 @@ fn check_structure(d: &Deployment) -> Result<(), (String, String, String)> {
         return Err(("model.path".into(), "empty model path".into(), "give a local directory or a Hugging Face id".into()));
     }
     Ok(())
+}
+
+/// The path of the first string (or map key) containing a NUL character.
+fn find_nul(v: &serde_json::Value, path: String) -> Option<String> {
+    let join = |k: &str| if path.is_empty() { k.to_owned() } else { format!("{path}.{k}") };
+    match v {
+        serde_json::Value::String(s) => s.contains('\0').then_some(path),
+        serde_json::Value::Array(a) => a.iter().enumerate().find_map(|(i, x)| find_nul(x, format!("{path}[{i}]"))),
+        serde_json::Value::Object(o) => o.iter().find_map(|(k, x)| {
+            if k.contains('\0') {
+                Some(join(k))
+            } else {
+                find_nul(x, join(k))
+            }
+        }),
+        _ => None,
+    }
 }
 
 /// Finds the line and column of a field path (`a.b[2].c`) in block-style YAML or in JSON text.

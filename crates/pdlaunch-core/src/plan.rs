@@ -20,6 +20,8 @@ pub enum Origin {
     Source { file: String, line: u32, column: u32 },
     /// Derived from the topology (node rank, node count, mode).
     Derived,
+    /// Not on the command line: SGLang's default applies.
+    Default,
 }
 
 impl Origin {
@@ -34,6 +36,7 @@ impl std::fmt::Display for Origin {
             Origin::Field { path } => f.write_str(path),
             Origin::Source { file, line, column } => write!(f, "{file}:{line}:{column}"),
             Origin::Derived => f.write_str("(derived)"),
+            Origin::Default => f.write_str("(not set: SGLang's default)"),
         }
     }
 }

@@ -4,8 +4,9 @@
 //! dash form (`page-size`, not `page_size`); only plain store and store_true options are accepted
 //! (no deprecated aliases, no `--no-x` forms); a store_true set in the file cannot be turned off
 //! from the command line; `--config=path` (equals form) is silently ignored, so the path is its
-//! own token; and scalars are turned back into strings with Python's `str()`, so every string is
-//! written quoted when YAML would read it as something else.
+//! own token; and scalars are turned back into strings with Python's `str()` after PyYAML (YAML
+//! 1.1) read them, where `on`, `no`, `1_000` or `1:20` are not strings. So every string is written
+//! double-quoted (a JSON string is a valid YAML double-quoted scalar), numbers and `true` plain.
 
 use super::shell::render_shell_like;
 use super::{header, RenderedFile};
@@ -18,17 +19,17 @@ pub fn config_key(flag: &str) -> &str {
     flag.trim_start_matches("--")
 }
 
-fn yaml_value(arg: &Arg) -> serde_yaml::Value {
+/// The YAML text of an argument's value.
+fn yaml_value(arg: &Arg) -> String {
     let flag = arg.flag.expect("config args come from the table");
     let values = &arg.tokens[1..];
+    let quoted = |v: &String| serde_json::to_string(v).expect("strings serialize");
     match flag.kind {
-        Kind::Switch => serde_yaml::Value::Bool(true),
-        Kind::Int => values[0].parse::<i64>().map_or_else(|_| serde_yaml::Value::String(values[0].clone()), Into::into),
-        Kind::Float => values[0].parse::<f64>().map_or_else(|_| serde_yaml::Value::String(values[0].clone()), Into::into),
-        Kind::List | Kind::Append => {
-            serde_yaml::Value::Sequence(values.iter().cloned().map(serde_yaml::Value::String).collect())
-        }
-        Kind::Str => serde_yaml::Value::String(values[0].clone()),
+        Kind::Switch => "true".into(),
+        Kind::Int if values[0].parse::<i64>().is_ok() => values[0].clone(),
+        Kind::Float if values[0].parse::<f64>().is_ok_and(f64::is_finite) => values[0].clone(),
+        Kind::List | Kind::Append => format!("[{}]", values.iter().map(quoted).collect::<Vec<_>>().join(", ")),
+        _ => quoted(&values[0]),
     }
 }
 
@@ -49,12 +50,8 @@ pub fn render_config(plan: &Plan) -> Vec<RenderedFile> {
     for role in Role::BOTH {
         let Some(first) = plan.role(role).next() else { continue };
         let (wide, _) = split(&first.args);
-        let mut map = serde_yaml::Mapping::new();
-        for a in wide {
-            let key = config_key(&a.tokens[0]).to_owned();
-            map.insert(serde_yaml::Value::String(key), yaml_value(a));
-        }
-        let body = serde_yaml::to_string(&map).expect("YAML values serialize");
+        let body: String =
+            wide.iter().map(|a| format!("{}: {}\n", config_key(&a.tokens[0]), yaml_value(a))).collect();
         let mut contents = header(plan);
         contents.push_str(&format!("# SGLang --config file for every {role} server. Keys are flag names without `--`.\n"));
         contents.push_str(&body);
@@ -88,7 +85,7 @@ mod tests {
     #[test]
     fn ambiguous_strings_stay_strings() {
         let mut d = crate::examples::example("llama-1p1d").unwrap();
-        for name in ["1.10", "true", "null", "0x10", "~", "8e3", "no", "- x", "a: b", "#x"] {
+        for name in ["1.10", "true", "null", "0x10", "~", "8e3", "no", "on", "1_000", "1:20", "- x", "a: b", "#x", "=", "<<", "\"q\"\n'"] {
             d.model.served_name = Some(name.into());
             let files = render_config(&crate::plan::plan(&d));
             let yaml: serde_yaml::Mapping = serde_yaml::from_str(&files[0].contents).unwrap();

@@ -191,9 +191,10 @@ impl Finding {
         self.severity = s;
         self
     }
-    /// Adds the location of `dest` on `server` (its last occurrence, or the process if absent).
+    /// Adds the location of `dest` on `server`: its last occurrence, or [`Origin::Default`] when
+    /// the flag is absent and SGLang's default applies.
     pub fn at(mut self, server: &ServerView, dest: &str) -> Finding {
-        let origin = server.origin(dest).cloned().unwrap_or(Origin::Derived);
+        let origin = server.origin(dest).cloned().unwrap_or(Origin::Default);
         let flag = server.spec().by_dest(dest).map(|f| f.flags[0].clone());
         self.locations.push(Location { process: server.label.clone(), flag, origin });
         self

@@ -1,18 +1,192 @@
-//! PD012: TODO (placeholder being written).
+//! PD012: decode context parallelism (DCP) in a combination SGLang refuses.
 
 use super::{Context, Finding, Rule, Severity};
+use crate::deployment::{AttentionKind, Role};
+use crate::effective::ServerView;
 
+/// SGLang's DCP support in PD is narrow: equal DCP sizes (matching ranks), or a DCP-1 prefill
+/// feeding a DCP>1 decode of an MLA model, which the prefill relayouts token by token.
+///
+/// The decode server refuses a wrong transfer backend or a radix/hierarchical cache at startup;
+/// the decode's first request refuses a non-MLA pool or a prefill with attention CP; the prefill's
+/// bootstrap thread refuses other size pairs when the decode registers.
 pub static RULE: Rule = Rule {
     code: "PD012",
     name: "dcp-pairing",
     severity: Severity::Error,
-    summary: "TODO",
-    explanation: "TODO",
-    sglang_errors: &[],
-    fix: "TODO",
+    summary: "decode context parallelism (`--dcp-size`) is paired or configured in a way SGLang refuses",
+    explanation: "Allowed: the same DCP size on both sides, or DCP 1 on the prefill and DCP > 1 on the decode \
+        for an MLA model. A DCP > 1 decode also needs an MLA KV pool, a prefill with attention CP 1, the \
+        Mooncake or NIXL transfer backend (or `fake` for synthetic benchmarks) and the chunk cache (no decode \
+        radix cache, no hierarchical cache). Startup checks fail the decode immediately; the pairing checks \
+        fail on the first request, in the decode scheduler or in the prefill's bootstrap thread (requests then \
+        hang until the bootstrap timeout).",
+    sglang_errors: &[
+        "Unsupported PD DCP topology: {self.dcp_size} -> {dst_dcp_size}",
+        "PD decode DCP requires an MLA or hybrid-MLA KV pool.",
+        "PD decode DCP currently requires prefill attention CP=1, got {info.attn_cp_size}.",
+        "PD decode DCP requires --disaggregation-transfer-backend mooncake, nixl, or fake for synthetic benchmarking, got {cfg.disaggregation_transfer_backend!r}.",
+        "PD decode DCP currently requires chunk cache; --disaggregation-decode-enable-radix-cache is not supported.",
+        "PD decode DCP currently requires chunk cache; --enable-hierarchical-cache is not supported.",
+    ],
+    fix: "Use equal `prefill.dcp`/`decode.dcp`, or `prefill.dcp: 1` with an MLA model; on a DCP decode keep \
+        `shared.transfer_backend` mooncake or nixl and drop `decode.decode_radix_cache` and `decode.hicache`.",
     check,
 };
 
-fn check(_ctx: &Context) -> Vec<Finding> {
-    Vec::new()
+/// Transfer backends a DCP decode accepts (`mooncake_tcp` is rewritten to `mooncake` before the check).
+const DCP_BACKENDS: &[&str] = &["mooncake", "mooncake_tcp", "nixl", "fake"];
+
+/// A finding quoting the `i`-th SGLang text.
+fn finding(i: usize, message: String, fix: impl Into<String>) -> Finding {
+    let mut f = Finding::new(&RULE, message, fix);
+    f.sglang_error = Some(RULE.sglang_errors[i]);
+    f
+}
+
+fn check(ctx: &Context) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mla = ctx.model.attention().map(|k| k == AttentionKind::Mla);
+    for (p, d) in ctx.pairs() {
+        let (pd, dd) = (p.size("dcp_size"), d.size("dcp_size"));
+        // 1 -> N is the relayout path; its MLA requirement is the decode-side check below.
+        if pd != dd && !(pd == 1 && dd > 1) {
+            let message = format!("{} has dcp_size={pd} and {} has dcp_size={dd}", p.label, d.label);
+            let fix = if dd == 1 {
+                format!("set `prefill.dcp` to 1 (DCP rarely helps a prefill), or `decode.dcp` to {pd}")
+            } else {
+                format!("set `decode.dcp` to {pd} (equal sizes), or `prefill.dcp` to 1 (MLA models only)")
+            };
+            out.push(finding(0, message, fix).at(p, "dcp_size").at(d, "dcp_size"));
+        }
+        let pcp = p.size("attn_cp_size");
+        if dd > 1 && pcp != 1 {
+            let message = format!("{} has dcp_size={dd} but {} has attn_cp_size={pcp}", d.label, p.label);
+            let fix = "set `prefill.attn_cp` to 1 (and drop `prefill.enable_prefill_cp`), or `decode.dcp` to 1";
+            out.push(finding(2, message, fix).at(d, "dcp_size").at(p, "attn_cp_size"));
+        }
+    }
+    for d in ctx.heads(Role::Decode) {
+        let dd = d.size("dcp_size");
+        if dd > 1 {
+            decode_checks(d, dd, mla, &mut out);
+        }
+    }
+    out
+}
+
+/// The checks a DCP > 1 decode makes on its own (startup) and against the KV pool kind.
+fn decode_checks(d: &ServerView, dd: u32, mla: Option<bool>, out: &mut Vec<Finding>) {
+    let at = |dest: &str, fallback: &str| d.origin(dest).map_or_else(|| fallback.to_owned(), ToString::to_string);
+    match mla {
+        Some(true) => {}
+        Some(false) => {
+            let message = format!("{} has dcp_size={dd} but the model is not MLA (DCP shards the MLA latent)", d.label);
+            let fix = format!("set the decode's DCP size to 1 (`{}`)", at("dcp_size", "decode.dcp"));
+            out.push(finding(1, message, fix).at(d, "dcp_size"));
+        }
+        None => {
+            let message = format!(
+                "{} has dcp_size={dd}; model geometry unknown, MLA requirement not checked (DCP needs an MLA model)",
+                d.label
+            );
+            let fix = "set `model.geometry.attention` so that pdlaunch can check the MLA requirement";
+            out.push(finding(1, message, fix).severity(Severity::Note).at(d, "dcp_size"));
+        }
+    }
+    let backend = d.value("disaggregation_transfer_backend").unwrap_or_default();
+    if !DCP_BACKENDS.contains(&backend.as_str()) {
+        let message = format!("{} has dcp_size={dd} with transfer backend `{backend}`", d.label);
+        let fix = match at("disaggregation_transfer_backend", "shared.transfer_backend") {
+            o if o == "shared.transfer_backend" => format!("set `{o}` to `mooncake` or `nixl`"),
+            o => format!("remove the override at `{o}` and keep `shared.transfer_backend` at `mooncake` or `nixl`"),
+        };
+        out.push(finding(3, message, fix).at(d, "dcp_size").at(d, "disaggregation_transfer_backend"));
+    }
+    for (i, dest, field) in [
+        (4, "disaggregation_decode_enable_radix_cache", "decode.decode_radix_cache"),
+        (5, "enable_hierarchical_cache", "decode.hicache"),
+    ] {
+        if d.switch(dest) {
+            let flag = d.spec().by_dest(dest).map_or(dest, |f| f.flags[0].as_str());
+            let message = format!("{} has dcp_size={dd} together with {flag}", d.label);
+            let fix = format!("remove `{}` from the decode, or set `decode.dcp` to 1", at(dest, field));
+            out.push(finding(i, message, fix).at(d, "dcp_size").at(d, dest));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::deployment::HiCache;
+    use crate::rules::testing::*;
+    use crate::rules::Severity;
+
+    #[test]
+    fn no_dcp_and_mla_one_to_n_pass() {
+        assert!(!codes(&llama()).contains(&"PD012"));
+        assert!(!codes(&deepseek()).contains(&"PD012"));
+        let mut d = deepseek();
+        d.decode.dcp = 2;
+        assert!(findings(&d, "PD012").is_empty(), "{:?}", findings(&d, "PD012"));
+        d.prefill.dcp = 2;
+        assert!(findings(&d, "PD012").is_empty(), "equal sizes are allowed");
+    }
+
+    #[test]
+    fn unsupported_topology_is_caught_with_both_sizes() {
+        let mut d = deepseek();
+        d.prefill.dcp = 2;
+        d.decode.dcp = 4;
+        let f = findings(&d, "PD012");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].message.contains("prefill[0] node 0 has dcp_size=2 and decode[0] node 0 has dcp_size=4"),
+            "{}",
+            f[0].message
+        );
+        assert!(f[0].sglang_error.unwrap().starts_with("Unsupported PD DCP topology"));
+    }
+
+    #[test]
+    fn dcp_on_a_gqa_model_is_caught() {
+        let mut d = llama();
+        d.decode.tp = 2;
+        d.decode.dcp = 2;
+        let f = findings(&d, "PD012");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].message.contains("not MLA"), "{}", f[0].message);
+        assert!(f[0].sglang_error.unwrap().contains("MLA or hybrid-MLA"));
+        d.model.geometry = None;
+        let f = findings(&d, "PD012");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].severity, Severity::Note);
+    }
+
+    #[test]
+    fn dcp_decode_startup_checks() {
+        let mut d = deepseek();
+        d.decode.dcp = 2;
+        d.decode.decode_radix_cache = true;
+        d.decode.hicache = Some(HiCache { ratio: Some(2.0), size: None, storage_backend: None, write_policy: None });
+        d.decode.extra_args = vec!["--disaggregation-transfer-backend".into(), "ascend".into()];
+        let f = findings(&d, "PD012");
+        let texts: Vec<&str> = f.iter().filter_map(|f| f.sglang_error).collect();
+        assert_eq!(f.len(), 3, "{f:?}");
+        assert!(texts.iter().any(|t| t.contains("mooncake, nixl, or fake")));
+        assert!(texts.iter().any(|t| t.contains("--disaggregation-decode-enable-radix-cache is not supported")));
+        assert!(texts.iter().any(|t| t.contains("--enable-hierarchical-cache is not supported")));
+        assert!(f.iter().any(|f| f.message.contains("transfer backend `ascend`")));
+        assert!(f.iter().any(|f| f.fix.contains("decode.extra_args[0]")));
+    }
+
+    #[test]
+    fn dcp_decode_needs_prefill_attn_cp_one() {
+        let mut d = deepseek();
+        d.decode.dcp = 2;
+        d.prefill.attn_cp = 2;
+        let f = findings(&d, "PD012");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].message.contains("decode[0] node 0 has dcp_size=2 but prefill[0] node 0 has attn_cp_size=2"));
+    }
 }

@@ -41,11 +41,15 @@ fn place(loaded: &Loaded, origin: &Origin) -> Option<String> {
                 if let Some((l, c)) = locate(&loaded.text, p) {
                     return Some(format!("{}:{l}:{c}", loaded.file));
                 }
-                p = p.rsplit_once('.').map(|(head, _)| head)?;
+                // Drop the last segment: an index (`[3]`) or a key (`.name`).
+                p = match p.strip_suffix(']').and_then(|q| q.rfind('[')) {
+                    Some(i) => &p[..i],
+                    None => p.rsplit_once('.').map(|(head, _)| head)?,
+                };
             }
         }
         Origin::Source { file, line, column } => Some(format!("{file}:{line}:{column}")),
-        Origin::Derived => None,
+        Origin::Derived | Origin::Default => None,
     }
 }
 
@@ -75,6 +79,7 @@ pub fn finding_text(f: &Finding, loaded: Option<&Loaded>, style: &Style) -> Stri
         let flag = l.flag.as_deref().map(|f| format!(" `{f}`")).unwrap_or_default();
         let at = match (&l.origin, loaded.and_then(|ld| place(ld, &l.origin))) {
             (Origin::Derived, _) => "derived from the topology".to_owned(),
+            (Origin::Default, _) => "not set, so SGLang's default applies".to_owned(),
             (o, Some(p)) => format!("{o} ({p})"),
             (o, None) => o.to_string(),
         };
