@@ -27,12 +27,7 @@ fn example_text(name: &str) -> String {
 
 /// Runs the binary with colour off.
 fn pdl(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .output()
-        .expect("pdlaunch runs")
+    Command::new(BIN).args(args).env("NO_COLOR", "1").stdin(Stdio::null()).output().expect("pdlaunch runs")
 }
 
 fn pdl_stdin(args: &[&str], input: &[u8]) -> Output {
@@ -70,11 +65,7 @@ fn assert_exit(o: &Output, code: i32, what: &str) {
         stdout(o),
         stderr(o)
     );
-    assert!(
-        !stderr(o).contains("panicked"),
-        "{what}: panicked:\n{}",
-        stderr(o)
-    );
+    assert!(!stderr(o).contains("panicked"), "{what}: panicked:\n{}", stderr(o));
 }
 
 fn p(path: &Path) -> &str {
@@ -91,17 +82,13 @@ fn edit(s: &str, from: &str, to: &str) -> String {
 /// 1-based number of the first line of `text` that contains `needle`.
 #[track_caller]
 fn line_of(text: &str, needle: &str) -> usize {
-    text.lines()
-        .position(|l| l.contains(needle))
-        .unwrap_or_else(|| panic!("{needle:?} not in text"))
-        + 1
+    text.lines().position(|l| l.contains(needle)).unwrap_or_else(|| panic!("{needle:?} not in text")) + 1
 }
 
 /// True when `hay` contains `needle` not followed by another digit (`page_size=1` must not match
 /// `page_size=16`).
 fn contains_number(hay: &str, needle: &str) -> bool {
-    hay.match_indices(needle)
-        .any(|(i, _)| !hay[i + needle.len()..].starts_with(|c: char| c.is_ascii_digit()))
+    hay.match_indices(needle).any(|(i, _)| !hay[i + needle.len()..].starts_with(|c: char| c.is_ascii_digit()))
 }
 
 /// llama-1p1d with `extra_args` added to the decode side (block after `max_running_requests`).
@@ -121,9 +108,7 @@ fn write(dir: &Path, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
 
 fn files_in(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = match std::fs::read_dir(dir) {
-        Ok(rd) => rd
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect(),
+        Ok(rd) => rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect(),
         Err(_) => Vec::new(),
     };
     v.sort();
@@ -139,16 +124,10 @@ fn check_every_example_is_clean() {
         let f = example_path(e.name);
         let o = pdl(&["check", p(&f)]);
         assert_exit(&o, 0, &format!("check {}", e.name));
-        assert!(
-            stdout(&o).contains("0 error(s)"),
-            "check {}: {}",
-            e.name,
-            stdout(&o)
-        );
+        assert!(stdout(&o).contains("0 error(s)"), "check {}: {}", e.name, stdout(&o));
         let o = pdl(&["check", "--format", "json", p(&f)]);
         assert_exit(&o, 0, &format!("check --format json {}", e.name));
-        let v: serde_json::Value =
-            serde_json::from_str(&stdout(&o)).expect("check --format json prints JSON");
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("check --format json prints JSON");
         assert_eq!(v["clean"], true, "{}", e.name);
         assert_eq!(v["errors"], 0, "{}", e.name);
         assert!(v["findings"].is_array());
@@ -171,22 +150,10 @@ fn check_pd001_decode_page_size_override() {
     assert_exit(&o, 1, "check with decode --page-size 1");
     let out = both(&o);
     assert!(out.contains("PD001"), "names PD001:\n{out}");
-    assert!(
-        contains_number(&out, "page_size=16"),
-        "names the prefill value 16:\n{out}"
-    );
-    assert!(
-        contains_number(&out, "page_size=1"),
-        "names the decode value 1:\n{out}"
-    );
-    assert!(
-        out.contains("decode.extra_args[0]"),
-        "points at the override:\n{out}"
-    );
-    assert!(
-        out.contains("shared.page_size"),
-        "points at the shared field:\n{out}"
-    );
+    assert!(contains_number(&out, "page_size=16"), "names the prefill value 16:\n{out}");
+    assert!(contains_number(&out, "page_size=1"), "names the decode value 1:\n{out}");
+    assert!(out.contains("decode.extra_args[0]"), "points at the override:\n{out}");
+    assert!(out.contains("shared.page_size"), "points at the shared field:\n{out}");
     assert!(
         out.contains(&format!("{}:{}:", p(&f), line_of(&text, "page_size: 16"))),
         "gives file:line of shared.page_size:\n{out}"
@@ -196,29 +163,13 @@ fn check_pd001_decode_page_size_override() {
     let o = pdl(&["check", "--format", "json", p(&f)]);
     assert_exit(&o, 1, "check --format json with decode --page-size 1");
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON report");
-    let codes: Vec<&str> = v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["code"].as_str().unwrap())
-        .collect();
-    assert!(
-        codes.contains(&"PD001"),
-        "findings[].code has PD001: {codes:?}"
-    );
+    let codes: Vec<&str> = v["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
+    assert!(codes.contains(&"PD001"), "findings[].code has PD001: {codes:?}");
     assert_eq!(v["clean"], false);
     assert!(v["errors"].as_u64().unwrap() >= 1);
-    let pd001 = v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["code"] == "PD001")
-        .unwrap();
+    let pd001 = v["findings"].as_array().unwrap().iter().find(|f| f["code"] == "PD001").unwrap();
     let msg = pd001["message"].as_str().unwrap();
-    assert!(
-        contains_number(msg, "page_size=16") && contains_number(msg, "page_size=1"),
-        "{msg}"
-    );
+    assert!(contains_number(msg, "page_size=16") && contains_number(msg, "page_size=1"), "{msg}");
     assert!(pd001["locations"]
         .as_array()
         .unwrap()
@@ -229,36 +180,19 @@ fn check_pd001_decode_page_size_override() {
 #[test]
 fn check_pd001_decode_attention_backend_snaps_page_size() {
     let dir = tempfile::tempdir().unwrap();
-    let f = write(
-        dir.path(),
-        "llama.yaml",
-        llama_with_decode_extra(r#"["--attention-backend", "flashmla"]"#),
-    );
+    let f = write(dir.path(), "llama.yaml", llama_with_decode_extra(r#"["--attention-backend", "flashmla"]"#));
     let o = pdl(&["check", p(&f)]);
     assert_exit(&o, 1, "check with decode --attention-backend flashmla");
     let out = both(&o);
     assert!(out.contains("PD001"), "names PD001:\n{out}");
-    assert!(
-        contains_number(&out, "page_size=16"),
-        "names the prefill value 16:\n{out}"
-    );
-    assert!(
-        contains_number(&out, "page_size=64"),
-        "names the snapped decode value 64:\n{out}"
-    );
-    assert!(
-        out.contains("flashmla"),
-        "names the backend that snaps it:\n{out}"
-    );
+    assert!(contains_number(&out, "page_size=16"), "names the prefill value 16:\n{out}");
+    assert!(contains_number(&out, "page_size=64"), "names the snapped decode value 64:\n{out}");
+    assert!(out.contains("flashmla"), "names the backend that snaps it:\n{out}");
 
     let o = pdl(&["check", "--format", "json", p(&f)]);
     assert_exit(&o, 1, "json");
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON report");
-    assert!(v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|f| f["code"] == "PD001"));
+    assert!(v["findings"].as_array().unwrap().iter().any(|f| f["code"] == "PD001"));
 }
 
 #[test]
@@ -277,15 +211,8 @@ fn bad_input(name: &str, contents: &[u8]) -> (PathBuf, String, tempfile::TempDir
     let o = pdl(&["check", p(&f)]);
     assert_exit(&o, 2, &format!("check {name}"));
     let out = both(&o);
-    assert!(
-        out.contains(p(&f)),
-        "{name}: message names the file:\n{out}"
-    );
-    assert!(
-        stdout(&o).is_empty(),
-        "{name}: errors go to stderr, stdout stays empty:\n{}",
-        stdout(&o)
-    );
+    assert!(out.contains(p(&f)), "{name}: message names the file:\n{out}");
+    assert!(stdout(&o).is_empty(), "{name}: errors go to stderr, stdout stays empty:\n{}", stdout(&o));
     // render refuses the same way.
     let o = pdl(&["render", p(&f)]);
     assert_exit(&o, 2, &format!("render {name}"));
@@ -294,56 +221,34 @@ fn bad_input(name: &str, contents: &[u8]) -> (PathBuf, String, tempfile::TempDir
 
 #[test]
 fn malformed_unknown_field() {
-    let text = edit(
-        &example_text("llama-1p1d"),
-        "  max_running_requests: 128\n",
-        "  max_running_requests: 128\n  tpp: 2\n",
-    );
+    let text =
+        edit(&example_text("llama-1p1d"), "  max_running_requests: 128\n", "  max_running_requests: 128\n  tpp: 2\n");
     let (f, out, _d) = bad_input("unknown.yaml", text.as_bytes());
     let line = line_of(&text, "tpp: 2");
-    assert!(
-        out.contains(&format!("{}:{line}:", p(&f))),
-        "line {line} of tpp:\n{out}"
-    );
+    assert!(out.contains(&format!("{}:{line}:", p(&f))), "line {line} of tpp:\n{out}");
     assert!(out.contains("decode.tpp"), "field path decode.tpp:\n{out}");
     assert!(out.contains("unknown field"), "{out}");
 }
 
 #[test]
 fn malformed_wrong_type() {
-    let text = edit(
-        &example_text("llama-1p1d"),
-        "prefill:\n  gpu: h200\n  tp: 1\n",
-        "prefill:\n  gpu: h200\n  tp: \"two\"\n",
-    );
+    let text =
+        edit(&example_text("llama-1p1d"), "prefill:\n  gpu: h200\n  tp: 1\n", "prefill:\n  gpu: h200\n  tp: \"two\"\n");
     let (f, out, _d) = bad_input("wrongtype.yaml", text.as_bytes());
     let line = line_of(&text, "tp: \"two\"");
-    assert!(
-        out.contains(&format!("{}:{line}:", p(&f))),
-        "line {line}:\n{out}"
-    );
+    assert!(out.contains(&format!("{}:{line}:", p(&f))), "line {line}:\n{out}");
     assert!(out.contains("prefill.tp"), "field path prefill.tp:\n{out}");
     assert!(out.contains("invalid type"), "{out}");
 }
 
 #[test]
 fn malformed_bad_enum_value() {
-    let text = edit(
-        &example_text("llama-1p1d"),
-        "kv_cache_dtype: auto",
-        "kv_cache_dtype: fp9",
-    );
+    let text = edit(&example_text("llama-1p1d"), "kv_cache_dtype: auto", "kv_cache_dtype: fp9");
     let (f, out, _d) = bad_input("enum.yaml", text.as_bytes());
     let line = line_of(&text, "kv_cache_dtype: fp9");
-    assert!(
-        out.contains(&format!("{}:{line}:", p(&f))),
-        "line {line}:\n{out}"
-    );
+    assert!(out.contains(&format!("{}:{line}:", p(&f))), "line {line}:\n{out}");
     assert!(out.contains("shared.kv_cache_dtype"), "field path:\n{out}");
-    assert!(
-        out.contains("fp9") && out.contains("fp8_e4m3"),
-        "names the bad value and the valid ones:\n{out}"
-    );
+    assert!(out.contains("fp9") && out.contains("fp8_e4m3"), "names the bad value and the valid ones:\n{out}");
 }
 
 #[test]
@@ -353,30 +258,20 @@ fn malformed_unclosed_bracket() {
     let start = line_of(&text, "extra_args: [");
     // libyaml notices at the next line; either is fine, as long as it is a line near the bracket.
     assert!(
-        out.contains(&format!("{}:{start}:", p(&f)))
-            || out.contains(&format!("{}:{}:", p(&f), start + 1)),
+        out.contains(&format!("{}:{start}:", p(&f))) || out.contains(&format!("{}:{}:", p(&f), start + 1)),
         "line {start} or {}:\n{out}",
         start + 1
     );
-    assert!(
-        out.contains("decode.extra_args"),
-        "field path decode.extra_args:\n{out}"
-    );
+    assert!(out.contains("decode.extra_args"), "field path decode.extra_args:\n{out}");
 }
 
 #[test]
 fn malformed_tab_indentation() {
-    let text = edit(
-        &example_text("llama-1p1d"),
-        "prefill:\n  gpu: h200\n  tp: 1\n",
-        "prefill:\n  gpu: h200\n\ttp: 1\n",
-    );
+    let text =
+        edit(&example_text("llama-1p1d"), "prefill:\n  gpu: h200\n  tp: 1\n", "prefill:\n  gpu: h200\n\ttp: 1\n");
     let (f, out, _d) = bad_input("tab.yaml", text.as_bytes());
     let line = line_of(&text, "\ttp: 1");
-    assert!(
-        out.contains(&format!("{}:{line}:", p(&f))),
-        "line {line} of the tab:\n{out}"
-    );
+    assert!(out.contains(&format!("{}:{line}:", p(&f))), "line {line} of the tab:\n{out}");
     assert!(out.contains("tab"), "says it is a tab:\n{out}");
     assert!(out.contains("prefill"), "names the block:\n{out}");
 }
@@ -384,10 +279,7 @@ fn malformed_tab_indentation() {
 #[test]
 fn malformed_empty_file() {
     let (_f, out, _d) = bad_input("empty.yaml", b"");
-    assert!(
-        out.contains("missing field") && out.contains("name"),
-        "{out}"
-    );
+    assert!(out.contains("missing field") && out.contains("name"), "{out}");
     let (_f, out, _d) = bad_input("blank.yaml", b"\n# only a comment\n");
     assert!(out.contains("missing field"), "{out}");
 }
@@ -400,10 +292,7 @@ fn malformed_json_wrong_type() {
     let text = serde_json::to_string_pretty(&v).unwrap();
     let (f, out, _d) = bad_input("deployment.json", text.as_bytes());
     let line = line_of(&text, "\"tp\": \"two\"");
-    assert!(
-        out.contains(&format!("{}:{line}:", p(&f))),
-        "line {line}:\n{out}"
-    );
+    assert!(out.contains(&format!("{}:{line}:", p(&f))), "line {line}:\n{out}");
     assert!(out.contains("prefill.tp"), "field path:\n{out}");
     assert!(out.contains("hint:"), "JSON errors carry a hint:\n{out}");
 }
@@ -431,43 +320,26 @@ fn malformed_empty_instances_structural_check() {
     );
     let (f, out, _d) = bad_input("noinst.yaml", text.as_bytes());
     let line = line_of(&text, "instances: []");
-    assert!(
-        out.contains(&format!("{}:{line}:", p(&f))),
-        "line {line}:\n{out}"
-    );
+    assert!(out.contains(&format!("{}:{line}:", p(&f))), "line {line}:\n{out}");
     assert!(out.contains("prefill.instances"), "field path:\n{out}");
-    assert!(
-        out.contains("hint:"),
-        "structural errors carry a hint:\n{out}"
-    );
+    assert!(out.contains("hint:"), "structural errors carry a hint:\n{out}");
 }
 
 #[test]
 fn malformed_structural_checks_name_paths() {
     for (from, to, path) in [
         ("name: llama-1p1d", "name: \"bad name/..\"", "name"),
-        (
-            "decode:\n  gpu: h200\n  tp: 1\n",
-            "decode:\n  gpu: h200\n  tp: 0\n",
-            "decode.tp",
-        ),
+        ("decode:\n  gpu: h200\n  tp: 1\n", "decode:\n  gpu: h200\n  tp: 0\n", "decode.tp"),
         (
             "        - host: 10.0.0.11\n          ib_device: mlx5_roce0\ndecode:",
             "        - host: \" \"\ndecode:",
             "prefill.instances[0].nodes[0].host",
         ),
-        (
-            "path: meta-llama/Llama-3.1-8B-Instruct",
-            "path: \"\"",
-            "model.path",
-        ),
+        ("path: meta-llama/Llama-3.1-8B-Instruct", "path: \"\"", "model.path"),
     ] {
         let text = edit(&example_text("llama-1p1d"), from, to);
         let (_f, out, _d) = bad_input("structural.yaml", text.as_bytes());
-        assert!(
-            out.contains(&format!("`{path}`")),
-            "field path {path}:\n{out}"
-        );
+        assert!(out.contains(&format!("`{path}`")), "field path {path}:\n{out}");
     }
 }
 
@@ -478,27 +350,16 @@ fn missing_file_and_directory() {
     for cmd in ["check", "render"] {
         let o = pdl(&[cmd, p(&missing)]);
         assert_exit(&o, 2, &format!("{cmd} missing file"));
-        assert!(
-            stderr(&o).contains(p(&missing)),
-            "{cmd}: names the file:\n{}",
-            stderr(&o)
-        );
+        assert!(stderr(&o).contains(p(&missing)), "{cmd}: names the file:\n{}", stderr(&o));
         let o = pdl(&[cmd, p(dir.path())]);
         assert_exit(&o, 2, &format!("{cmd} directory"));
-        assert!(
-            stderr(&o).contains(p(dir.path())),
-            "{cmd}: names the directory:\n{}",
-            stderr(&o)
-        );
+        assert!(stderr(&o).contains(p(dir.path())), "{cmd}: names the directory:\n{}", stderr(&o));
     }
 }
 
 #[test]
 fn malformed_stdin_names_stdin_and_line() {
-    let o = pdl_stdin(
-        &["check", "-"],
-        b"name: x\nmodel:\n  path: m\nprefill:\n  tp: two\n",
-    );
+    let o = pdl_stdin(&["check", "-"], b"name: x\nmodel:\n  path: m\nprefill:\n  tp: two\n");
     assert_exit(&o, 2, "check - with a bad tp");
     assert!(stderr(&o).contains("<stdin>:5:"), "{}", stderr(&o));
     assert!(stderr(&o).contains("prefill.tp"), "{}", stderr(&o));
@@ -508,11 +369,7 @@ fn malformed_stdin_names_stdin_and_line() {
 fn usage_errors_exit_2() {
     assert_exit(&pdl(&["check"]), 2, "check without a file");
     assert_exit(&pdl(&["frobnicate"]), 2, "unknown subcommand");
-    assert_exit(
-        &pdl(&["render", "-f", "toml", p(&example_path("llama-1p1d"))]),
-        2,
-        "unknown format",
-    );
+    assert_exit(&pdl(&["render", "-f", "toml", p(&example_path("llama-1p1d"))]), 2, "unknown format");
     assert_exit(&pdl(&["--version"]), 0, "--version");
 }
 
@@ -526,10 +383,7 @@ fn explain_seed_message() {
     let out = stdout(&o);
     assert!(out.contains("PD001"), "{out}");
     assert!(out.contains("fix:"), "{out}");
-    assert!(
-        out.contains("shared.page_size"),
-        "the fix names the field to set:\n{out}"
-    );
+    assert!(out.contains("shared.page_size"), "the fix names the field to set:\n{out}");
     let o = pdl_stdin(&["explain", "-"], PD001_SEED.as_bytes());
     assert_exit(&o, 0, "explain - (stdin)");
     assert!(stdout(&o).contains("PD001"));
@@ -540,11 +394,7 @@ fn explain_rule_code() {
     for code in ["PD001", "pd001", "page-size-mismatch"] {
         let o = pdl(&["explain", code]);
         assert_exit(&o, 0, &format!("explain {code}"));
-        assert!(
-            stdout(&o).contains("PD001") && stdout(&o).contains("fix:"),
-            "{code}: {}",
-            stdout(&o)
-        );
+        assert!(stdout(&o).contains("PD001") && stdout(&o).contains("fix:"), "{code}: {}", stdout(&o));
     }
 }
 
@@ -584,17 +434,12 @@ fn init_writes_a_file_check_accepts() {
         let o = pdl(&["init", e.name, "-o", p(&f)]);
         assert_exit(&o, 0, &format!("init {}", e.name));
         assert!(f.exists(), "init {} wrote {}", e.name, f.display());
-        assert_exit(
-            &pdl(&["check", p(&f)]),
-            0,
-            &format!("check of init {}", e.name),
-        );
+        assert_exit(&pdl(&["check", p(&f)]), 0, &format!("check of init {}", e.name));
     }
     // The default example, printed to stdout.
     let o = pdl(&["init"]);
     assert_exit(&o, 0, "init to stdout");
-    parse_deployment(&stdout(&o), "<stdout>", Syntax::Yaml)
-        .expect("init prints a valid deployment");
+    parse_deployment(&stdout(&o), "<stdout>", Syntax::Yaml).expect("init prints a valid deployment");
     assert!(stdout(&o).contains("name: llama-1p1d"));
 }
 
@@ -606,11 +451,7 @@ fn init_never_overwrites() {
     let o = pdl(&["init", "-o", p(&f)]);
     assert_exit(&o, 2, "init -o EXISTING");
     assert!(stderr(&o).contains("already exists"), "{}", stderr(&o));
-    assert_eq!(
-        std::fs::read(&f).unwrap(),
-        original,
-        "the existing file changed"
-    );
+    assert_eq!(std::fs::read(&f).unwrap(), original, "the existing file changed");
     assert_eq!(files_in(dir.path()), ["existing.yaml"], "no stray files");
 }
 
@@ -620,26 +461,14 @@ fn init_list_and_unknown_name() {
     assert_exit(&o, 0, "init --list");
     let out = stdout(&o);
     assert_eq!(out.lines().count(), 4, "four examples:\n{out}");
-    for name in [
-        "llama-1p1d",
-        "deepseek-v3-dp-deepep",
-        "qwen3-2p1d-nixl",
-        "llama-eagle3-spec",
-    ] {
-        assert!(
-            out.lines().any(|l| l.starts_with(name)),
-            "lists {name}:\n{out}"
-        );
+    for name in ["llama-1p1d", "deepseek-v3-dp-deepep", "qwen3-2p1d-nixl", "llama-eagle3-spec"] {
+        assert!(out.lines().any(|l| l.starts_with(name)), "lists {name}:\n{out}");
     }
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("x.yaml");
     let o = pdl(&["init", "no-such-example", "-o", p(&f)]);
     assert_exit(&o, 2, "init unknown");
-    assert!(
-        stderr(&o).contains("llama-1p1d"),
-        "lists the valid names:\n{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains("llama-1p1d"), "lists the valid names:\n{}", stderr(&o));
     assert!(!f.exists(), "nothing written for an unknown example");
 }
 
@@ -654,25 +483,14 @@ fn render_to_dir_writes_executable_scripts_and_reruns() {
     let o = pdl(&["render", p(&f), "-o", p(&out_dir)]);
     assert_exit(&o, 0, "render -o");
     let names = files_in(&out_dir);
-    assert_eq!(
-        names,
-        [
-            "decode-0-node-0.sh",
-            "prefill-0-node-0.sh",
-            "prefill-1-node-0.sh",
-            "router.sh"
-        ]
-    );
+    assert_eq!(names, ["decode-0-node-0.sh", "prefill-0-node-0.sh", "prefill-1-node-0.sh", "router.sh"]);
     let mut first = Vec::new();
     for n in &names {
         let path = out_dir.join(n);
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o111, 0o111, "{n} is executable (mode {mode:o})");
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(
-            text.starts_with("#!/usr/bin/env bash\n") && text.contains("Generated by pdlaunch"),
-            "{n}"
-        );
+        assert!(text.starts_with("#!/usr/bin/env bash\n") && text.contains("Generated by pdlaunch"), "{n}");
         first.push(text);
     }
     // Second run over its own files: succeeds, same contents, no temp files left behind.
@@ -680,18 +498,12 @@ fn render_to_dir_writes_executable_scripts_and_reruns() {
     assert_exit(&o, 0, "second render -o over the same dir");
     assert_eq!(files_in(&out_dir), names, "no extra (temporary) files");
     for (n, before) in names.iter().zip(&first) {
-        assert_eq!(
-            &std::fs::read_to_string(out_dir.join(n)).unwrap(),
-            before,
-            "{n} regenerated identically"
-        );
+        assert_eq!(&std::fs::read_to_string(out_dir.join(n)).unwrap(), before, "{n} regenerated identically");
     }
     // A different deployment over the same dir replaces the generated files it shares.
     let o = pdl(&["render", p(&example_path("llama-1p1d")), "-o", p(&out_dir)]);
     assert_exit(&o, 0, "render another deployment over pdlaunch's own files");
-    assert!(std::fs::read_to_string(out_dir.join("router.sh"))
-        .unwrap()
-        .contains("llama-1p1d"));
+    assert!(std::fs::read_to_string(out_dir.join("router.sh")).unwrap().contains("llama-1p1d"));
 }
 
 #[test]
@@ -703,21 +515,9 @@ fn render_refuses_to_replace_a_foreign_file() {
     let router = write(&out_dir, "router.sh", foreign);
     let o = pdl(&["render", p(&example_path("llama-1p1d")), "-o", p(&out_dir)]);
     assert_exit(&o, 2, "render over a foreign router.sh");
-    assert!(
-        stderr(&o).contains("router.sh"),
-        "names the file:\n{}",
-        stderr(&o)
-    );
-    assert_eq!(
-        std::fs::read_to_string(&router).unwrap(),
-        foreign,
-        "the foreign file changed"
-    );
-    assert_eq!(
-        files_in(&out_dir),
-        ["router.sh"],
-        "nothing else was written before refusing"
-    );
+    assert!(stderr(&o).contains("router.sh"), "names the file:\n{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&router).unwrap(), foreign, "the foreign file changed");
+    assert_eq!(files_in(&out_dir), ["router.sh"], "nothing else was written before refusing");
 
     // A non-UTF-8 file or a directory with a generated file's name are not replaced either.
     let bin = write(&out_dir, "prefill-0-node-0.sh", b"\xff\xfe\x00binary");
@@ -738,8 +538,7 @@ fn render_json_argv_matches_the_plan() {
         let f = example_path(e.name);
         let o = pdl(&["render", "--format", "json", p(&f)]);
         assert_exit(&o, 0, &format!("render --format json {}", e.name));
-        let v: serde_json::Value =
-            serde_json::from_str(&stdout(&o)).expect("render --format json prints JSON");
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("render --format json prints JSON");
         let d = parse_deployment(&example_text(e.name), e.name, Syntax::Yaml).unwrap();
         let plan = plan(&d);
         let servers = v["servers"].as_array().expect("servers[]");
@@ -748,8 +547,7 @@ fn render_json_argv_matches_the_plan() {
             let argv: Vec<String> = serde_json::from_value(s["argv"].clone()).unwrap();
             assert_eq!(argv, plan.server_argv(pr), "{}: {}", e.name, pr.label());
             assert_eq!(s["id"], pr.id());
-            let env: std::collections::BTreeMap<String, String> =
-                serde_json::from_value(s["env"].clone()).unwrap();
+            let env: std::collections::BTreeMap<String, String> = serde_json::from_value(s["env"].clone()).unwrap();
             assert_eq!(env, pr.env);
         }
         let argv: Vec<String> = serde_json::from_value(v["router"]["argv"].clone()).unwrap();
@@ -763,74 +561,34 @@ fn render_sglang_config_uses_dashed_keys_and_separate_config_token() {
     for e in EXAMPLES {
         let dir = tempfile::tempdir().unwrap();
         let out_dir = dir.path().join("cfg");
-        let o = pdl(&[
-            "render",
-            "-f",
-            "sglang-config",
-            p(&example_path(e.name)),
-            "-o",
-            p(&out_dir),
-        ]);
+        let o = pdl(&["render", "-f", "sglang-config", p(&example_path(e.name)), "-o", p(&out_dir)]);
         assert_exit(&o, 0, &format!("render -f sglang-config {}", e.name));
         let names = files_in(&out_dir);
         let yamls: Vec<&String> = names.iter().filter(|n| n.ends_with(".yaml")).collect();
         assert_eq!(yamls.len(), 2, "{}: one YAML per role: {names:?}", e.name);
         for y in &yamls {
             let text = std::fs::read_to_string(out_dir.join(y)).unwrap();
-            assert!(
-                text.contains("Generated by pdlaunch"),
-                "{y} carries the marker"
-            );
+            assert!(text.contains("Generated by pdlaunch"), "{y} carries the marker");
             let map: serde_yaml::Mapping = serde_yaml::from_str(&text).expect("config YAML parses");
             assert!(!map.is_empty(), "{y} is not empty");
             for k in map.keys() {
                 let k = k.as_str().expect("string keys");
-                assert!(
-                    !k.contains('_'),
-                    "{}: {y}: key {k} has an underscore",
-                    e.name
-                );
-                assert!(
-                    !k.starts_with('-'),
-                    "{}: {y}: key {k} keeps the leading dashes",
-                    e.name
-                );
+                assert!(!k.contains('_'), "{}: {y}: key {k} has an underscore", e.name);
+                assert!(!k.starts_with('-'), "{}: {y}: key {k} keeps the leading dashes", e.name);
             }
             assert!(map.contains_key("page-size"), "{y} has page-size");
         }
-        for s in names
-            .iter()
-            .filter(|n| n.ends_with(".sh") && *n != "router.sh")
-        {
+        for s in names.iter().filter(|n| n.ends_with(".sh") && *n != "router.sh") {
             let text = std::fs::read_to_string(out_dir.join(s)).unwrap();
-            assert!(
-                !text.contains("--config="),
-                "{s}: uses the ignored --config= form"
-            );
-            let tokens: Vec<&str> = text
-                .lines()
-                .filter(|l| !l.starts_with('#'))
-                .flat_map(str::split_whitespace)
-                .collect();
-            let i = tokens
-                .iter()
-                .position(|t| *t == "--config")
-                .unwrap_or_else(|| panic!("{s} passes --config:\n{text}"));
+            assert!(!text.contains("--config="), "{s}: uses the ignored --config= form");
+            let tokens: Vec<&str> =
+                text.lines().filter(|l| !l.starts_with('#')).flat_map(str::split_whitespace).collect();
+            let i =
+                tokens.iter().position(|t| *t == "--config").unwrap_or_else(|| panic!("{s} passes --config:\n{text}"));
             let path = tokens[i + 1];
-            let role = if s.starts_with("prefill") {
-                "prefill"
-            } else {
-                "decode"
-            };
-            assert_eq!(
-                path,
-                format!("./{}-{role}.yaml", e.name),
-                "{s}: --config path"
-            );
-            assert!(
-                yamls.iter().any(|y| path.ends_with(y.as_str())),
-                "{s}: config path names a rendered file"
-            );
+            let role = if s.starts_with("prefill") { "prefill" } else { "decode" };
+            assert_eq!(path, format!("./{}-{role}.yaml", e.name), "{s}: --config path");
+            assert!(yamls.iter().any(|y| path.ends_with(y.as_str())), "{s}: config path names a rendered file");
         }
     }
 }
@@ -838,50 +596,24 @@ fn render_sglang_config_uses_dashed_keys_and_separate_config_token() {
 #[test]
 fn render_with_errors_refuses_unless_allowed() {
     let dir = tempfile::tempdir().unwrap();
-    let f = write(
-        dir.path(),
-        "bad.yaml",
-        llama_with_decode_extra(r#"["--page-size", "1"]"#),
-    );
+    let f = write(dir.path(), "bad.yaml", llama_with_decode_extra(r#"["--page-size", "1"]"#));
     let out_dir = dir.path().join("out");
     let o = pdl(&["render", p(&f), "-o", p(&out_dir)]);
     assert_exit(&o, 1, "render with errors");
-    assert!(
-        stderr(&o).contains("PD001"),
-        "findings on stderr:\n{}",
-        stderr(&o)
-    );
-    assert!(
-        stderr(&o).contains("--allow-errors"),
-        "says how to force it:\n{}",
-        stderr(&o)
-    );
-    assert!(
-        files_in(&out_dir).is_empty(),
-        "no files written: {:?}",
-        files_in(&out_dir)
-    );
+    assert!(stderr(&o).contains("PD001"), "findings on stderr:\n{}", stderr(&o));
+    assert!(stderr(&o).contains("--allow-errors"), "says how to force it:\n{}", stderr(&o));
+    assert!(files_in(&out_dir).is_empty(), "no files written: {:?}", files_in(&out_dir));
     let o = pdl(&["render", p(&f)]);
     assert_exit(&o, 1, "render with errors to stdout");
-    assert!(
-        stdout(&o).is_empty(),
-        "nothing rendered on stdout:\n{}",
-        stdout(&o)
-    );
+    assert!(stdout(&o).is_empty(), "nothing rendered on stdout:\n{}", stdout(&o));
 
     // --allow-errors renders (and still reports the findings, exit 1).
     let o = pdl(&["render", "--allow-errors", p(&f), "-o", p(&out_dir)]);
     assert_exit(&o, 1, "render --allow-errors");
     assert!(stderr(&o).contains("PD001"));
-    assert_eq!(
-        files_in(&out_dir),
-        ["decode-0-node-0.sh", "prefill-0-node-0.sh", "router.sh"]
-    );
+    assert_eq!(files_in(&out_dir), ["decode-0-node-0.sh", "prefill-0-node-0.sh", "router.sh"]);
     let decode = std::fs::read_to_string(out_dir.join("decode-0-node-0.sh")).unwrap();
-    assert!(
-        decode.contains("--page-size 1"),
-        "the override is rendered:\n{decode}"
-    );
+    assert!(decode.contains("--page-size 1"), "the override is rendered:\n{decode}");
     let o = pdl(&["render", "--allow-errors", p(&f)]);
     assert_exit(&o, 1, "render --allow-errors to stdout");
     assert!(stdout(&o).contains("# ==> router.sh <=="), "{}", stdout(&o));
@@ -903,17 +635,10 @@ fn schema_prints_json_that_validates_the_examples() {
         assert!(schema["$schema"].is_string(), "{dialect:?}: has $schema");
         for e in EXAMPLES {
             let doc: serde_json::Value = serde_yaml::from_str(&example_text(e.name)).unwrap();
-            assert!(
-                jsonschema::is_valid(&schema, &doc),
-                "{dialect:?}: {} is valid against the printed schema",
-                e.name
-            );
+            assert!(jsonschema::is_valid(&schema, &doc), "{dialect:?}: {} is valid against the printed schema", e.name);
         }
         let bad = serde_json::json!({"name": "x", "model": {"path": "m"}, "prefill": {"instances": [], "tpp": 1}, "decode": {"instances": []}});
-        assert!(
-            !jsonschema::is_valid(&schema, &bad),
-            "{dialect:?}: unknown fields are rejected by the schema"
-        );
+        assert!(!jsonschema::is_valid(&schema, &bad), "{dialect:?}: unknown fields are rejected by the schema");
     }
 }
 
@@ -921,22 +646,11 @@ fn schema_prints_json_that_validates_the_examples() {
 fn rules_lists_pd001() {
     let o = pdl(&["rules"]);
     assert_exit(&o, 0, "rules");
-    assert!(
-        stdout(&o)
-            .lines()
-            .any(|l| l.starts_with("PD001") && l.contains("page-size-mismatch")),
-        "{}",
-        stdout(&o)
-    );
+    assert!(stdout(&o).lines().any(|l| l.starts_with("PD001") && l.contains("page-size-mismatch")), "{}", stdout(&o));
     let o = pdl(&["rules", "--format", "json"]);
     assert_exit(&o, 0, "rules --format json");
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
-    let codes: Vec<&str> = v
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["code"].as_str().unwrap())
-        .collect();
+    let codes: Vec<&str> = v.as_array().unwrap().iter().map(|r| r["code"].as_str().unwrap()).collect();
     assert_eq!(codes.first(), Some(&"PD001"));
     let mut sorted = codes.clone();
     sorted.sort();
@@ -947,16 +661,8 @@ fn rules_lists_pd001() {
 #[test]
 fn colour_is_off_when_not_a_terminal_and_on_when_forced() {
     let dir = tempfile::tempdir().unwrap();
-    let f = write(
-        dir.path(),
-        "bad.yaml",
-        llama_with_decode_extra(r#"["--page-size", "1"]"#),
-    );
-    let o = Command::new(BIN)
-        .args(["check", p(&f)])
-        .env_remove("NO_COLOR")
-        .output()
-        .unwrap();
+    let f = write(dir.path(), "bad.yaml", llama_with_decode_extra(r#"["--page-size", "1"]"#));
+    let o = Command::new(BIN).args(["check", p(&f)]).env_remove("NO_COLOR").output().unwrap();
     assert!(!stdout(&o).contains('\x1b'), "no escape codes into a pipe");
     let o = pdl(&["--color", "always", "check", p(&f)]);
     assert!(stdout(&o).contains("\x1b["), "--color always colours");
@@ -972,23 +678,14 @@ fn colour_is_off_when_not_a_terminal_and_on_when_forced() {
 
 fn yaml_load_errors_carry_hints() {
     for (from, to) in [
-        (
-            "  max_running_requests: 128\n",
-            "  max_running_requests: 128\n  tpp: 2\n",
-        ),
+        ("  max_running_requests: 128\n", "  max_running_requests: 128\n  tpp: 2\n"),
         ("kv_cache_dtype: auto", "kv_cache_dtype: fp9"),
-        (
-            "prefill:\n  gpu: h200\n  tp: 1\n",
-            "prefill:\n  gpu: h200\n  tp: \"two\"\n",
-        ),
+        ("prefill:\n  gpu: h200\n  tp: 1\n", "prefill:\n  gpu: h200\n  tp: \"two\"\n"),
     ] {
         let text = edit(&example_text("llama-1p1d"), from, to);
         let (_f, out, _d) = bad_input("hint.yaml", text.as_bytes());
         assert!(out.contains("hint:"), "no hint for {to:?}:\n{out}");
-        assert!(
-            !out.contains(": decode: ") && !out.contains(": shared.kv_cache_dtype: "),
-            "path repeated:\n{out}"
-        );
+        assert!(!out.contains(": decode: ") && !out.contains(": shared.kv_cache_dtype: "), "path repeated:\n{out}");
     }
 }
 
@@ -1004,11 +701,7 @@ fn finding_in_flow_list_points_at_the_list_line() {
     let f = write(dir.path(), "llama.yaml", &text);
     let o = pdl(&["check", p(&f)]);
     let line = line_of(&text, "extra_args:");
-    assert!(
-        stdout(&o).contains(&format!("decode.extra_args[0] ({}:{line}:", p(&f))),
-        "{}",
-        stdout(&o)
-    );
+    assert!(stdout(&o).contains(&format!("decode.extra_args[0] ({}:{line}:", p(&f))), "{}", stdout(&o));
 }
 
 /// `render -f sglang-config` writes strings that PyYAML (YAML 1.1, what SGLang's `--config`
@@ -1025,25 +718,10 @@ fn sglang_config_quotes_yaml11_lookalikes() {
         d.model.revision = Some(value.into());
         let f = write(dir.path(), "d.yaml", serde_yaml::to_string(&d).unwrap());
         let out_dir = dir.path().join("cfg");
-        let o = pdl(&[
-            "render",
-            "--allow-errors",
-            "-f",
-            "sglang-config",
-            p(&f),
-            "-o",
-            p(&out_dir),
-        ]);
-        assert!(
-            matches!(o.status.code(), Some(0) | Some(1)),
-            "{}",
-            stderr(&o)
-        );
+        let o = pdl(&["render", "--allow-errors", "-f", "sglang-config", p(&f), "-o", p(&out_dir)]);
+        assert!(matches!(o.status.code(), Some(0) | Some(1)), "{}", stderr(&o));
         let text = std::fs::read_to_string(out_dir.join("llama-1p1d-prefill.yaml")).unwrap();
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("revision:"))
-            .expect("revision key");
+        let line = text.lines().find(|l| l.starts_with("revision:")).expect("revision key");
         assert!(
             line == format!("revision: '{value}'") || line == format!("revision: \"{value}\""),
             "{value:?} is not quoted: {line}"

@@ -74,10 +74,7 @@ impl Sandbox {
     /// Runs `script` with bash (stub first on PATH, otherwise a minimal clean environment) and
     /// returns what the stub recorded.
     fn run(&self, script: &Path) -> Recorded {
-        self.run_with_path(
-            script,
-            &format!("{}:/usr/local/bin:/usr/bin:/bin", self.bin().display()),
-        )
+        self.run_with_path(script, &format!("{}:/usr/local/bin:/usr/bin:/bin", self.bin().display()))
     }
 
     fn run_with_path(&self, script: &Path, path_var: &str) -> Recorded {
@@ -105,24 +102,13 @@ impl Sandbox {
             String::from_utf8_lossy(&out.stderr),
             std::fs::read_to_string(script).unwrap_or_default()
         );
-        assert!(
-            argv.exists(),
-            "script {} did not reach the stub interpreter",
-            script.display()
-        );
+        assert!(argv.exists(), "script {} did not reach the stub interpreter", script.display());
         let args = split_nul(&std::fs::read(&argv).unwrap());
         let env = split_nul(&std::fs::read(&env).unwrap())
             .into_iter()
-            .filter_map(|kv| {
-                kv.split_once('=')
-                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            })
+            .filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
             .collect();
-        Recorded {
-            argv0: std::fs::read_to_string(&argv0).unwrap(),
-            args,
-            env,
-        }
+        Recorded { argv0: std::fs::read_to_string(&argv0).unwrap(), args, env }
     }
 }
 
@@ -166,10 +152,7 @@ fn assert_env(what: &str, expected: &BTreeMap<String, String>, got: &BTreeMap<St
     for (k, v) in expected {
         match got.get(k) {
             Some(g) => assert_eq!(g, v, "{what}: env var {k} arrived with a different value"),
-            None => panic!(
-                "{what}: env var {k} did not arrive (expected {v:?}); got keys {:?}",
-                got.keys()
-            ),
+            None => panic!("{what}: env var {k} did not arrive (expected {v:?}); got keys {:?}", got.keys()),
         }
     }
 }
@@ -183,61 +166,34 @@ fn expected_shell_names(plan: &Plan) -> Vec<String> {
 }
 
 fn dir_names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
+    let mut v: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     v.sort();
     v
 }
 
 /// Runs every shell script of `plan` found in `dir` and compares argv and env with the plan.
 fn assert_scripts_match_plan(sb: &Sandbox, dir: &Path, plan: &Plan, what: &str) {
-    assert_eq!(
-        dir_names(dir),
-        expected_shell_names(plan),
-        "{what}: the files rendered into {}",
-        dir.display()
-    );
+    assert_eq!(dir_names(dir), expected_shell_names(plan), "{what}: the files rendered into {}", dir.display());
     for p in &plan.servers {
         let script = dir.join(script_name(p));
         let rec = sb.run(&script);
         let argv = plan.server_argv(p);
         let label = format!("{what}: {}", p.label());
-        assert_eq!(
-            Path::new(&rec.argv0).file_name().unwrap().to_str().unwrap(),
-            plan.python,
-            "{label}: interpreter"
-        );
-        assert_eq!(
-            rec.args,
-            argv[1..].to_vec(),
-            "{label}: argv after the interpreter"
-        );
+        assert_eq!(Path::new(&rec.argv0).file_name().unwrap().to_str().unwrap(), plan.python, "{label}: interpreter");
+        assert_eq!(rec.args, argv[1..].to_vec(), "{label}: argv after the interpreter");
         assert_eq!(&rec.args[..2], ["-m", SERVER_MODULE], "{label}: module");
         assert_env(&label, &p.env, &rec.env);
     }
     let rec = sb.run(&dir.join("router.sh"));
     let argv = plan.router_argv();
-    assert_eq!(
-        rec.args,
-        argv[1..].to_vec(),
-        "{what}: router argv after the interpreter"
-    );
-    assert_eq!(
-        &rec.args[..2],
-        ["-m", ROUTER_MODULE],
-        "{what}: router module"
-    );
+    assert_eq!(rec.args, argv[1..].to_vec(), "{what}: router argv after the interpreter");
+    assert_eq!(&rec.args[..2], ["-m", ROUTER_MODULE], "{what}: router module");
     assert_env(&format!("{what}: router"), &plan.router.env, &rec.env);
 }
 
 fn run_cli(args: &[&str]) -> std::process::Output {
-    Command::new(BIN)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("pdlaunch runs")
+    Command::new(BIN).args(args).env("NO_COLOR", "1").output().expect("pdlaunch runs")
 }
 
 /// The harness itself: the stub records exact arguments, so a badly quoted script is caught.
@@ -245,19 +201,11 @@ fn run_cli(args: &[&str]) -> std::process::Output {
 fn harness_detects_bad_quoting() {
     let sb = Sandbox::new();
     let script = sb.path().join("bad.sh");
-    std::fs::write(
-        &script,
-        "set -euo pipefail\nexport V='x y'\nexec python3 -m mod a b '' \"c\nd\" $V\n",
-    )
-    .unwrap();
+    std::fs::write(&script, "set -euo pipefail\nexport V='x y'\nexec python3 -m mod a b '' \"c\nd\" $V\n").unwrap();
     let rec = sb.run(&script);
     assert_eq!(rec.args, ["-m", "mod", "a", "b", "", "c\nd", "x", "y"]);
     assert_eq!(rec.env.get("V").map(String::as_str), Some("x y"));
-    assert!(
-        rec.argv0.ends_with("/bin/python3"),
-        "the stub on PATH ran: {}",
-        rec.argv0
-    );
+    assert!(rec.argv0.ends_with("/bin/python3"), "the stub on PATH ran: {}", rec.argv0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -275,10 +223,7 @@ fn examples_list_matches_the_examples_folder() {
     on_disk.sort();
     let mut embedded: Vec<String> = EXAMPLES.iter().map(|e| e.name.to_owned()).collect();
     embedded.sort();
-    assert_eq!(
-        on_disk, embedded,
-        "examples/*.yaml and pdlaunch_core::examples::EXAMPLES differ"
-    );
+    assert_eq!(on_disk, embedded, "examples/*.yaml and pdlaunch_core::examples::EXAMPLES differ");
 }
 
 /// `pdlaunch render FILE -o DIR` for each example, then every script runs against the stub.
@@ -286,16 +231,9 @@ fn examples_list_matches_the_examples_folder() {
 fn every_example_cli_rendered_scripts_pass_exact_argv_and_env() {
     for e in EXAMPLES {
         let sb = Sandbox::new();
-        let file = repo_root()
-            .join("examples")
-            .join(format!("{}.yaml", e.name));
+        let file = repo_root().join("examples").join(format!("{}.yaml", e.name));
         let out_dir = sb.path().join("out");
-        let out = run_cli(&[
-            "render",
-            file.to_str().unwrap(),
-            "-o",
-            out_dir.to_str().unwrap(),
-        ]);
+        let out = run_cli(&["render", file.to_str().unwrap(), "-o", out_dir.to_str().unwrap()]);
         assert!(
             out.status.success(),
             "render {} exited {}: {}",
@@ -307,9 +245,7 @@ fn every_example_cli_rendered_scripts_pass_exact_argv_and_env() {
         let d = parse_deployment(&text, e.name, Syntax::Yaml).expect("example parses");
         let plan = plan(&d);
         assert!(!plan.servers.is_empty(), "{}: plan has servers", e.name);
-        assert!(
-            plan.role(Role::Prefill).next().is_some() && plan.role(Role::Decode).next().is_some()
-        );
+        assert!(plan.role(Role::Prefill).next().is_some() && plan.role(Role::Decode).next().is_some());
         assert_scripts_match_plan(&sb, &out_dir, &plan, e.name);
     }
 }
@@ -334,30 +270,10 @@ fn every_example_script_is_strict_and_syntactically_valid() {
         let plan = plan(&example(e.name).unwrap());
         for f in render_shell(&plan) {
             assert!(f.executable, "{}: {} should be executable", e.name, f.name);
-            assert!(
-                f.contents.starts_with("#!/usr/bin/env bash\n"),
-                "{}: {} shebang",
-                e.name,
-                f.name
-            );
-            assert!(
-                f.contents.contains("\nset -euo pipefail\n"),
-                "{}: {} lacks set -euo pipefail",
-                e.name,
-                f.name
-            );
-            assert!(
-                f.contents.contains("Generated by pdlaunch"),
-                "{}: {} lacks the marker",
-                e.name,
-                f.name
-            );
-            let out = Command::new("bash")
-                .arg("-n")
-                .arg("-c")
-                .arg(&f.contents)
-                .output()
-                .unwrap();
+            assert!(f.contents.starts_with("#!/usr/bin/env bash\n"), "{}: {} shebang", e.name, f.name);
+            assert!(f.contents.contains("\nset -euo pipefail\n"), "{}: {} lacks set -euo pipefail", e.name, f.name);
+            assert!(f.contents.contains("Generated by pdlaunch"), "{}: {} lacks the marker", e.name, f.name);
+            let out = Command::new("bash").arg("-n").arg("-c").arg(&f.contents).output().unwrap();
             assert!(
                 out.status.success(),
                 "{}: {} is not valid bash: {}",
@@ -435,10 +351,7 @@ const NASTY: &[&str] = &[
 ];
 
 fn nasty(mark: &Path) -> Vec<String> {
-    NASTY
-        .iter()
-        .map(|s| s.replace("{mark}", mark.to_str().unwrap()))
-        .collect()
+    NASTY.iter().map(|s| s.replace("{mark}", mark.to_str().unwrap())).collect()
 }
 
 /// One long string combining the worst of the list.
@@ -474,35 +387,19 @@ fn hostile(mark: &Path) -> Deployment {
         d.router.env.insert(format!("PDL_ROUTER_{i}"), v.clone());
     }
     // A side value overriding a shared one must win on that side.
-    d.shared
-        .env
-        .insert("PDL_OVERRIDDEN".into(), "shared 'value'".into());
-    d.decode
-        .env
-        .insert("PDL_OVERRIDDEN".into(), "decode $(touch value)".into());
-    d.shared
-        .env
-        .insert("PDL_COMBINED".into(), nasty_one(mark, "env"));
+    d.shared.env.insert("PDL_OVERRIDDEN".into(), "shared 'value'".into());
+    d.decode.env.insert("PDL_OVERRIDDEN".into(), "decode $(touch value)".into());
+    d.shared.env.insert("PDL_COMBINED".into(), nasty_one(mark, "env"));
     d.prefill.bind_host = Some("0.0.0.0 $(touch bind)".into());
     d
 }
 
 fn assert_no_marker(sb: &Sandbox, mark: &Path) {
-    assert!(
-        !mark.exists(),
-        "a command substitution ran: {} was created",
-        mark.display()
-    );
+    assert!(!mark.exists(), "a command substitution ran: {} was created", mark.display());
     for name in ["pwned-relative", "value", "bind"] {
-        assert!(
-            !sb.work().join(name).exists(),
-            "a command substitution ran: work/{name} was created"
-        );
+        assert!(!sb.work().join(name).exists(), "a command substitution ran: work/{name} was created");
     }
-    assert!(
-        !sb.work().join("x").exists(),
-        "`~/x` or a redirection was expanded into a file"
-    );
+    assert!(!sb.work().join("x").exists(), "`~/x` or a redirection was expanded into a file");
 }
 
 #[test]
@@ -514,76 +411,36 @@ fn hostile_deployment_library_render_reaches_argv_intact() {
     // Sanity: the hostile strings really are in the plan, verbatim.
     let prefill = plan.role(Role::Prefill).next().unwrap();
     let toks = prefill.arg_tokens();
-    assert!(
-        toks.contains(&d.model.path),
-        "model path is a single token of the plan"
-    );
-    assert!(
-        toks.ends_with(&d.prefill.extra_args),
-        "extra_args come last, verbatim"
-    );
-    assert_eq!(
-        prefill.env.get("PDL_OVERRIDDEN").map(String::as_str),
-        Some("shared 'value'")
-    );
+    assert!(toks.contains(&d.model.path), "model path is a single token of the plan");
+    assert!(toks.ends_with(&d.prefill.extra_args), "extra_args come last, verbatim");
+    assert_eq!(prefill.env.get("PDL_OVERRIDDEN").map(String::as_str), Some("shared 'value'"));
     let decode = plan.role(Role::Decode).next().unwrap();
-    assert_eq!(
-        decode.env.get("PDL_OVERRIDDEN").map(String::as_str),
-        Some("decode $(touch value)")
-    );
+    assert_eq!(decode.env.get("PDL_OVERRIDDEN").map(String::as_str), Some("decode $(touch value)"));
 
     let dir = sb.path().join("out");
     write_files(&dir, &render_shell(&plan));
     for f in std::fs::read_dir(&dir).unwrap() {
         let f = f.unwrap().path();
         let out = Command::new("bash").arg("-n").arg(&f).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{} is not valid bash: {}",
-            f.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "{} is not valid bash: {}", f.display(), String::from_utf8_lossy(&out.stderr));
     }
     assert_scripts_match_plan(&sb, &dir, &plan, "hostile");
     assert_no_marker(&sb, &mark);
     // Spot checks, independent of the plan, on what the interpreter got.
     let rec = sb.run(&dir.join(script_name(prefill)));
-    let i = rec
-        .args
-        .iter()
-        .position(|a| a == "--model-path")
-        .expect("--model-path passed");
+    let i = rec.args.iter().position(|a| a == "--model-path").expect("--model-path passed");
     assert_eq!(rec.args[i + 1], d.model.path);
-    let i = rec
-        .args
-        .iter()
-        .position(|a| a == "--served-model-name")
-        .expect("--served-model-name passed");
+    let i = rec.args.iter().position(|a| a == "--served-model-name").expect("--served-model-name passed");
     assert_eq!(rec.args[i + 1], *d.model.served_name.as_ref().unwrap());
-    let i = rec
-        .args
-        .iter()
-        .position(|a| a == "--chat-template")
-        .expect("--chat-template passed");
+    let i = rec.args.iter().position(|a| a == "--chat-template").expect("--chat-template passed");
     assert_eq!(rec.args[i + 1], *d.model.chat_template.as_ref().unwrap());
-    assert!(
-        rec.args.iter().any(|a| a.is_empty()),
-        "empty strings survive as empty arguments"
-    );
-    assert!(
-        rec.args.iter().any(|a| a == "модель ü 模型 🚀"),
-        "unicode survives"
-    );
-    assert_eq!(
-        rec.env.get("PDL_SHARED_0").map(String::as_str),
-        Some("with spaces")
-    );
+    assert!(rec.args.iter().any(|a| a.is_empty()), "empty strings survive as empty arguments");
+    assert!(rec.args.iter().any(|a| a == "модель ü 模型 🚀"), "unicode survives");
+    assert_eq!(rec.env.get("PDL_SHARED_0").map(String::as_str), Some("with spaces"));
     assert_eq!(rec.env.get("PDL_COMBINED"), Some(&nasty_one(&mark, "env")));
     let empty_idx = NASTY.iter().position(|s| s.is_empty()).unwrap();
     assert_eq!(
-        rec.env
-            .get(&format!("PDL_SHARED_{empty_idx}"))
-            .map(String::as_str),
+        rec.env.get(&format!("PDL_SHARED_{empty_idx}")).map(String::as_str),
         Some(""),
         "empty env value is set, empty"
     );
@@ -600,18 +457,11 @@ fn hostile_deployment_cli_render_via_yaml_reaches_argv_intact() {
     let yaml = serde_yaml::to_string(&d).expect("deployment serializes");
     let file = sb.path().join("hostile.yaml");
     std::fs::write(&file, &yaml).unwrap();
-    let reparsed =
-        parse_deployment(&yaml, "hostile.yaml", Syntax::Yaml).expect("the YAML parses back");
+    let reparsed = parse_deployment(&yaml, "hostile.yaml", Syntax::Yaml).expect("the YAML parses back");
     assert_eq!(reparsed, d, "YAML round trip changes the deployment");
 
     let out_dir = sb.path().join("out");
-    let out = run_cli(&[
-        "render",
-        file.to_str().unwrap(),
-        "-o",
-        out_dir.to_str().unwrap(),
-        "--allow-errors",
-    ]);
+    let out = run_cli(&["render", file.to_str().unwrap(), "-o", out_dir.to_str().unwrap(), "--allow-errors"]);
     let code = out.status.code();
     assert!(
         matches!(code, Some(0) | Some(1)),
@@ -626,18 +476,8 @@ fn hostile_deployment_cli_render_via_yaml_reaches_argv_intact() {
     let json_file = sb.path().join("hostile.json");
     std::fs::write(&json_file, serde_json::to_string_pretty(&d).unwrap()).unwrap();
     let out_dir2 = sb.path().join("out-json");
-    let out = run_cli(&[
-        "render",
-        json_file.to_str().unwrap(),
-        "-o",
-        out_dir2.to_str().unwrap(),
-        "--allow-errors",
-    ]);
-    assert!(
-        matches!(out.status.code(), Some(0) | Some(1)),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_cli(&["render", json_file.to_str().unwrap(), "-o", out_dir2.to_str().unwrap(), "--allow-errors"]);
+    assert!(matches!(out.status.code(), Some(0) | Some(1)), "{}", String::from_utf8_lossy(&out.stderr));
     for name in dir_names(&out_dir) {
         assert_eq!(
             std::fs::read(out_dir.join(&name)).unwrap(),
@@ -653,10 +493,8 @@ fn hostile_host_reaches_argv_intact_and_comment_stays_a_comment() {
     let sb = Sandbox::new();
     let mark = sb.marker("pwned");
     let mut d = example("llama-1p1d").unwrap();
-    d.prefill.instances[0].nodes[0].host = format!(
-        "evil host\ntouch {m}\n$(touch {m}) `touch {m}` 'q' \"dq\"",
-        m = mark.display()
-    );
+    d.prefill.instances[0].nodes[0].host =
+        format!("evil host\ntouch {m}\n$(touch {m}) `touch {m}` 'q' \"dq\"", m = mark.display());
     d.decode.instances[0].nodes[0].host = "décodé\r\n; touch pwned-relative".into();
     let plan = plan(&d);
     let dir = sb.path().join("out");
@@ -665,10 +503,7 @@ fn hostile_host_reaches_argv_intact_and_comment_stays_a_comment() {
     assert_no_marker(&sb, &mark);
     let rec = sb.run(&dir.join("router.sh"));
     let i = rec.args.iter().position(|a| a == "--prefill").unwrap();
-    assert_eq!(
-        rec.args[i + 1],
-        format!("http://{}:30000", d.prefill.instances[0].nodes[0].host)
-    );
+    assert_eq!(rec.args[i + 1], format!("http://{}:30000", d.prefill.instances[0].nodes[0].host));
 }
 
 /// `launcher.python` with spaces and quotes: the interpreter path itself is quoted.
@@ -687,12 +522,7 @@ fn interpreter_path_with_spaces_and_quotes() {
     for p in &plan.servers {
         // No stub on PATH: only the quoted absolute path can reach the recorder.
         let rec = sb.run_with_path(&dir.join(script_name(p)), "/usr/local/bin:/usr/bin:/bin");
-        assert_eq!(
-            rec.argv0,
-            d.launcher.python,
-            "{}: interpreter path",
-            p.label()
-        );
+        assert_eq!(rec.argv0, d.launcher.python, "{}: interpreter path", p.label());
         assert_eq!(rec.args, plan.server_argv(p)[1..].to_vec(), "{}", p.label());
         assert_env(&p.label(), &p.env, &rec.env);
     }
@@ -717,12 +547,7 @@ fn hostile_deployment_sglang_config_scripts_and_yaml() {
     for p in &plan.servers {
         let rec = sb.run(&dir.join(script_name(p)));
         let config = format!("./{}-{}.yaml", plan.name, p.role);
-        let mut expected = vec![
-            "-m".to_owned(),
-            SERVER_MODULE.to_owned(),
-            "--config".to_owned(),
-            config.clone(),
-        ];
+        let mut expected = vec!["-m".to_owned(), SERVER_MODULE.to_owned(), "--config".to_owned(), config.clone()];
         expected.extend(
             p.args
                 .iter()
@@ -739,24 +564,12 @@ fn hostile_deployment_sglang_config_scripts_and_yaml() {
 
         // The YAML: role-wide args, keys without `--`, values exactly the tokens.
         let text = std::fs::read_to_string(dir.join(&config[2..])).unwrap();
-        let map: BTreeMap<String, serde_yaml::Value> =
-            serde_yaml::from_str(&text).expect("config YAML parses");
-        let wide: Vec<_> = p
-            .args
-            .iter()
-            .filter(|a| a.scope == Scope::Role && a.flag.is_some())
-            .collect();
-        assert_eq!(
-            map.len(),
-            wide.len(),
-            "{}: one key per role-wide flag",
-            p.label()
-        );
+        let map: BTreeMap<String, serde_yaml::Value> = serde_yaml::from_str(&text).expect("config YAML parses");
+        let wide: Vec<_> = p.args.iter().filter(|a| a.scope == Scope::Role && a.flag.is_some()).collect();
+        assert_eq!(map.len(), wide.len(), "{}: one key per role-wide flag", p.label());
         for a in wide {
             let key = a.tokens[0].trim_start_matches("--");
-            let v = map
-                .get(key)
-                .unwrap_or_else(|| panic!("{}: key {key} missing from the config", p.label()));
+            let v = map.get(key).unwrap_or_else(|| panic!("{}: key {key} missing from the config", p.label()));
             match (&a.tokens[1..], v) {
                 ([], serde_yaml::Value::Bool(true)) => {}
                 ([one], serde_yaml::Value::String(s)) => assert_eq!(s, one, "{}: {key}", p.label()),
@@ -764,34 +577,18 @@ fn hostile_deployment_sglang_config_scripts_and_yaml() {
                     assert_eq!(one.parse::<f64>().ok(), n.as_f64(), "{}: {key}", p.label())
                 }
                 (many, serde_yaml::Value::Sequence(seq)) => {
-                    let seq: Vec<_> = seq
-                        .iter()
-                        .map(|v| v.as_str().unwrap_or_default().to_owned())
-                        .collect();
+                    let seq: Vec<_> = seq.iter().map(|v| v.as_str().unwrap_or_default().to_owned()).collect();
                     assert_eq!(seq, many.to_vec(), "{}: {key}", p.label());
                 }
                 (toks, v) => panic!("{}: {key}: tokens {toks:?} rendered as {v:?}", p.label()),
             }
         }
-        assert_eq!(
-            map.get("model-path").and_then(|v| v.as_str()),
-            Some(d.model.path.as_str())
-        );
-        assert_eq!(
-            map.get("served-model-name").and_then(|v| v.as_str()),
-            d.model.served_name.as_deref()
-        );
-        assert_eq!(
-            map.get("chat-template").and_then(|v| v.as_str()),
-            d.model.chat_template.as_deref()
-        );
+        assert_eq!(map.get("model-path").and_then(|v| v.as_str()), Some(d.model.path.as_str()));
+        assert_eq!(map.get("served-model-name").and_then(|v| v.as_str()), d.model.served_name.as_deref());
+        assert_eq!(map.get("chat-template").and_then(|v| v.as_str()), d.model.chat_template.as_deref());
     }
     let rec = sb.run(&dir.join("router.sh"));
-    assert_eq!(
-        rec.args,
-        plan.router_argv()[1..].to_vec(),
-        "router argv in sglang-config format"
-    );
+    assert_eq!(rec.args, plan.router_argv()[1..].to_vec(), "router argv in sglang-config format");
     assert_no_marker(&sb, &mark);
 }
 
@@ -812,11 +609,7 @@ fn invalid_env_names_are_rejected_before_rendering() {
         let file = sb.path().join("envkey.yaml");
         std::fs::write(&file, serde_yaml::to_string(&d).unwrap()).unwrap();
         let out = run_cli(&["check", file.to_str().unwrap()]);
-        assert_ne!(
-            out.status.code(),
-            Some(0),
-            "env name {key:?} accepted by check; it renders `export {key}=v`"
-        );
+        assert_ne!(out.status.code(), Some(0), "env name {key:?} accepted by check; it renders `export {key}=v`");
     }
 }
 
@@ -831,9 +624,5 @@ fn nul_in_values_is_rejected() {
     let file = sb.path().join("nul.yaml");
     std::fs::write(&file, serde_yaml::to_string(&d).unwrap()).unwrap();
     let out = run_cli(&["check", file.to_str().unwrap()]);
-    assert_ne!(
-        out.status.code(),
-        Some(0),
-        "a NUL in extra_args is accepted"
-    );
+    assert_ne!(out.status.code(), Some(0), "a NUL in extra_args is accepted");
 }

@@ -52,7 +52,8 @@ fn every_example_has_the_modeline_and_validates_independently() {
                 "{path} must start with the yaml-language-server modeline"
             );
             let value: serde_json::Value = serde_yaml::from_str(&text).expect("example is YAML");
-            let errors: Vec<String> = validator.iter_errors(&value).map(|e| format!("{} at {}", e, e.instance_path)).collect();
+            let errors: Vec<String> =
+                validator.iter_errors(&value).map(|e| format!("{} at {}", e, e.instance_path)).collect();
             assert!(errors.is_empty(), "{path} fails the {dialect:?} schema:\n{}", errors.join("\n"));
         }
     }

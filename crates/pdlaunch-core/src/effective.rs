@@ -76,7 +76,10 @@ impl ModelFacts {
     /// True for non-MLA hybrid sliding-window models (gpt-oss class).
     pub fn is_swa_hybrid(&self) -> Option<bool> {
         let g = self.geometry.as_ref()?;
-        Some(g.attention != AttentionKind::Mla && (g.hybrid_swa || g.architecture.as_deref() == Some("GptOssForCausalLM")))
+        Some(
+            g.attention != AttentionKind::Mla
+                && (g.hybrid_swa || g.architecture.as_deref() == Some("GptOssForCausalLM")),
+        )
     }
 }
 
@@ -136,8 +139,7 @@ impl ServerView {
 
     /// True when the switch `dest` is on.
     pub fn switch(&self, dest: &str) -> bool {
-        matches!(self.parsed.get(dest), Some(ArgValue::Switch(true)))
-            || self.value(dest).as_deref() == Some("true")
+        matches!(self.parsed.get(dest), Some(ArgValue::Switch(true))) || self.value(dest).as_deref() == Some("true")
     }
 
     /// Where the last occurrence of `dest` came from.
@@ -265,7 +267,12 @@ impl ServerView {
                 match self.gpu.map(|g| g.sm().is_some_and(|sm| sm >= 100)) {
                     Some(true) => value = "fp8_e4m3".into(),
                     Some(false) => value = "bfloat16".into(),
-                    None => assumption = Some("for DSA models `auto` becomes fp8_e4m3 on SM100+ and bfloat16 below; the GPU is unknown".into()),
+                    None => {
+                        assumption = Some(
+                            "for DSA models `auto` becomes fp8_e4m3 on SM100+ and bfloat16 below; the GPU is unknown"
+                                .into(),
+                        )
+                    }
                 }
             } else if raw == "bf16" {
                 value = "bfloat16".into();
@@ -314,7 +321,9 @@ pub fn default_attention_backend(gpu: Option<Gpu>, model: &ModelFacts, topk: u32
     let unknown = |what: &str| Resolved {
         value: None,
         why: vec![],
-        assumption: Some(format!("SGLang picks the attention backend from the GPU and the model; the {what} is unknown")),
+        assumption: Some(format!(
+            "SGLang picks the attention backend from the GPU and the model; the {what} is unknown"
+        )),
     };
     let Some(gpu) = gpu else { return unknown("GPU") };
     let Some(kind) = model.attention() else { return unknown("model's attention kind") };

@@ -89,11 +89,7 @@ pub fn explain(message: &str) -> Vec<Explanation> {
     let msg = normalize(message);
     let mut out: Vec<Explanation> = Vec::new();
     for rule in RULES {
-        let best = rule
-            .sglang_errors
-            .iter()
-            .map(|t| (score(&msg, t), *t))
-            .max_by(|a, b| a.0.total_cmp(&b.0));
+        let best = rule.sglang_errors.iter().map(|t| (score(&msg, t), *t)).max_by(|a, b| a.0.total_cmp(&b.0));
         if let Some((s, t)) = best {
             if s >= 0.5 {
                 out.push(Explanation { rule, matched: t, score: s });

@@ -146,7 +146,10 @@ fn check_structure(d: &Deployment) -> Result<(), (String, String, String)> {
     if d.name.is_empty() || !d.name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
         return Err((
             "name".into(),
-            format!("deployment name {:?} is empty or has characters other than letters, digits, `-`, `_`, `.`", d.name),
+            format!(
+                "deployment name {:?} is empty or has characters other than letters, digits, `-`, `_`, `.`",
+                d.name
+            ),
             "pick a short name like `llama-1p1d`; it becomes part of script file names".into(),
         ));
     }
@@ -177,13 +180,25 @@ fn check_structure(d: &Deployment) -> Result<(), (String, String, String)> {
                 }
             }
         }
-        for (field, v) in [("tp", side.tp), ("dp", side.dp), ("attn_dp", side.attn_dp), ("pp", side.pp), ("attn_cp", side.attn_cp), ("dcp", side.dcp)] {
+        for (field, v) in [
+            ("tp", side.tp),
+            ("dp", side.dp),
+            ("attn_dp", side.attn_dp),
+            ("pp", side.pp),
+            ("attn_cp", side.attn_cp),
+            ("dcp", side.dcp),
+        ] {
             if v == 0 {
                 return Err((format!("{role}.{field}"), format!("`{field}` is 0"), "sizes start at 1".into()));
             }
         }
     }
-    let envs = [("shared.env", &d.shared.env), ("prefill.env", &d.prefill.env), ("decode.env", &d.decode.env), ("router.env", &d.router.env)];
+    let envs = [
+        ("shared.env", &d.shared.env),
+        ("prefill.env", &d.prefill.env),
+        ("decode.env", &d.decode.env),
+        ("router.env", &d.router.env),
+    ];
     for (path, env) in envs {
         for name in env.keys() {
             let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
@@ -206,10 +221,18 @@ fn check_structure(d: &Deployment) -> Result<(), (String, String, String)> {
         ));
     }
     if d.shared.page_size == 0 {
-        return Err(("shared.page_size".into(), "`page_size` is 0".into(), "use a positive page size such as 16, 32 or 64".into()));
+        return Err((
+            "shared.page_size".into(),
+            "`page_size` is 0".into(),
+            "use a positive page size such as 16, 32 or 64".into(),
+        ));
     }
     if d.model.path.trim().is_empty() {
-        return Err(("model.path".into(), "empty model path".into(), "give a local directory or a Hugging Face id".into()));
+        return Err((
+            "model.path".into(),
+            "empty model path".into(),
+            "give a local directory or a Hugging Face id".into(),
+        ));
     }
     Ok(())
 }
@@ -220,13 +243,9 @@ fn find_nul(v: &serde_json::Value, path: String) -> Option<String> {
     match v {
         serde_json::Value::String(s) => s.contains('\0').then_some(path),
         serde_json::Value::Array(a) => a.iter().enumerate().find_map(|(i, x)| find_nul(x, format!("{path}[{i}]"))),
-        serde_json::Value::Object(o) => o.iter().find_map(|(k, x)| {
-            if k.contains('\0') {
-                Some(join(k))
-            } else {
-                find_nul(x, join(k))
-            }
-        }),
+        serde_json::Value::Object(o) => {
+            o.iter().find_map(|(k, x)| if k.contains('\0') { Some(join(k)) } else { find_nul(x, join(k)) })
+        }
         _ => None,
     }
 }

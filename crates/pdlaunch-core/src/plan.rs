@@ -479,7 +479,11 @@ fn server_args(
     a.switch(no_graph, side.disable_cuda_graph, a.side("disable_cuda_graph"));
     a.opt(&[&LOAD_BALANCE_METHOD], &side.load_balance_method, a.side("load_balance_method"));
     if let Some(h) = &side.hicache {
-        a.switch(&[&ENABLE_HIERARCHICAL_CACHE], !side.decode_offload_kvcache || role == Role::Prefill, a.side("hicache"));
+        a.switch(
+            &[&ENABLE_HIERARCHICAL_CACHE],
+            !side.decode_offload_kvcache || role == Role::Prefill,
+            a.side("hicache"),
+        );
         a.opt(&[&HICACHE_RATIO], &h.ratio, a.side("hicache.ratio"));
         a.opt(&[&HICACHE_SIZE], &h.size, a.side("hicache.size"));
         a.opt(&[&HICACHE_STORAGE_BACKEND], &h.storage_backend, a.side("hicache.storage_backend"));

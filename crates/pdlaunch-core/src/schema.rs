@@ -42,10 +42,7 @@ pub fn schema_value(dialect: Dialect) -> Value {
     let schema = settings.into_generator().into_root_schema_for::<Deployment>();
     let mut v = schema.to_value();
     if let Value::Object(root) = &mut v {
-        root.insert(
-            "$id".into(),
-            Value::String(format!("https://pdlaunch.dev/schema/{}", dialect.file_name())),
-        );
+        root.insert("$id".into(), Value::String(format!("https://pdlaunch.dev/schema/{}", dialect.file_name())));
     }
     for flag in SERVER_FLAGS.iter().chain(ROUTER_FLAGS.iter()) {
         annotate(&mut v, dialect, flag);
@@ -110,7 +107,12 @@ mod tests {
             let mut v = schema_value(dialect);
             for flag in SERVER_FLAGS.iter().chain(ROUTER_FLAGS.iter()) {
                 if !flag.field.is_empty() {
-                    assert!(property(&mut v, dialect, flag.field).is_some(), "{}: no property {}", flag.name, flag.field);
+                    assert!(
+                        property(&mut v, dialect, flag.field).is_some(),
+                        "{}: no property {}",
+                        flag.name,
+                        flag.field
+                    );
                 }
             }
         }
@@ -121,23 +123,24 @@ mod tests {
     #[test]
     fn every_setting_field_has_a_flag() {
         const NOT_FLAGS: &[&str] = &[
-            "Model.geometry",           // model facts for the rules, not a flag
-            "Shared.env",               // environment, not argv
-            "Shared.speculative",       // a group: its own fields carry the flags
-            "Side.gpu",                 // hardware facts for the rules
-            "Side.instances",           // topology: renders ports, hosts, node ranks
-            "Side.env",                 // environment
-            "Side.extra_args",          // verbatim argv
-            "Instance.nodes",           // topology
-            "Node.host",                // renders `--host` (unless bind_host) and URLs
-            "Node.gpus",                // GPU accounting; renders `--base-gpu-id` offsets
-            "Node.gpus_installed",      // GPU accounting only
-            "Router.env",               // environment
-            "Router.extra_args",        // verbatim argv
+            "Model.geometry",      // model facts for the rules, not a flag
+            "Shared.env",          // environment, not argv
+            "Shared.speculative",  // a group: its own fields carry the flags
+            "Side.gpu",            // hardware facts for the rules
+            "Side.instances",      // topology: renders ports, hosts, node ranks
+            "Side.env",            // environment
+            "Side.extra_args",     // verbatim argv
+            "Instance.nodes",      // topology
+            "Node.host",           // renders `--host` (unless bind_host) and URLs
+            "Node.gpus",           // GPU accounting; renders `--base-gpu-id` offsets
+            "Node.gpus_installed", // GPU accounting only
+            "Router.env",          // environment
+            "Router.extra_args",   // verbatim argv
         ];
         let v = schema_value(Dialect::Draft07);
         for def in ["Model", "Shared", "Speculative", "Side", "HiCache", "Instance", "Node", "Router"] {
-            let props = v["definitions"][def]["properties"].as_object().unwrap_or_else(|| panic!("{def} has properties"));
+            let props =
+                v["definitions"][def]["properties"].as_object().unwrap_or_else(|| panic!("{def} has properties"));
             for (name, p) in props {
                 let field = format!("{def}.{name}");
                 let has_flag = p.get("x-sglang-flags").is_some();

@@ -66,6 +66,21 @@ pub enum Arity {
     ZeroOrMore,
 }
 
+/// Destinations SGLang renamed: (old name in releases before 0.5.19, name since). Reading an argv
+/// reports the new name, so rules ask for one name whatever the release.
+pub const DEST_RENAMES: &[(&str, &str)] = &[
+    ("tensor_parallel_size", "tp_size"),
+    ("pipeline_parallel_size", "pp_size"),
+    ("data_parallel_size", "dp_size"),
+    ("expert_parallel_size", "ep_size"),
+    ("attention_context_parallel_size", "attn_cp_size"),
+];
+
+/// The current name of a destination.
+pub fn canonical_dest(dest: &str) -> &str {
+    DEST_RENAMES.iter().find(|(old, _)| *old == dest).map_or(dest, |(_, new)| new)
+}
+
 /// The full option list of one release of one program.
 #[derive(Debug)]
 pub struct Spec {
@@ -97,9 +112,10 @@ impl Spec {
         self.by_spelling.get(spelling).map(|&i| &self.flags[i])
     }
 
-    /// The option that stores into `dest`.
+    /// The option that stores into `dest` (current or pre-rename name).
     pub fn by_dest(&self, dest: &str) -> Option<&SpecFlag> {
-        self.flags.iter().find(|f| f.dest == dest)
+        let dest = canonical_dest(dest);
+        self.flags.iter().find(|f| canonical_dest(&f.dest) == dest)
     }
 
     /// Resolves a spelling the way argparse does: exact, else a unique prefix of a long option.
@@ -353,9 +369,10 @@ pub fn parse_argv(spec: &Spec, argv: &[String]) -> Parsed {
             }
             _ => ArgValue::Many(values),
         };
+        let dest = canonical_dest(&flag.dest).to_owned();
         let value = if flag.action.contains("Append") {
             // `append` keeps every group; flatten into one list of groups joined by a tab.
-            let mut groups = match out.get(&flag.dest) {
+            let mut groups = match out.get(&dest) {
                 Some(ArgValue::Many(prev)) => prev.clone(),
                 _ => Vec::new(),
             };
@@ -368,7 +385,7 @@ pub fn parse_argv(spec: &Spec, argv: &[String]) -> Parsed {
             value
         };
         out.uses.push(ArgUse {
-            dest: flag.dest.clone(),
+            dest,
             spelling: name.to_owned(),
             canonical: flag.flags[0].clone(),
             value,
@@ -393,9 +410,19 @@ pub fn parse_human_int(v: &str) -> Option<i64> {
         return Some(n);
     }
     let t = v.trim();
-    let (num, mult) = [("Ki", 1024.0), ("Mi", 1048576.0), ("Gi", 1073741824.0), ("K", 1024.0), ("k", 1000.0), ("M", 1e6), ("m", 1e6), ("G", 1e9), ("g", 1e9)]
-        .iter()
-        .find_map(|(suf, m)| t.strip_suffix(suf).map(|n| (n, *m)))?;
+    let (num, mult) = [
+        ("Ki", 1024.0),
+        ("Mi", 1048576.0),
+        ("Gi", 1073741824.0),
+        ("K", 1024.0),
+        ("k", 1000.0),
+        ("M", 1e6),
+        ("m", 1e6),
+        ("G", 1e9),
+        ("g", 1e9),
+    ]
+    .iter()
+    .find_map(|(suf, m)| t.strip_suffix(suf).map(|n| (n, *m)))?;
     let x: f64 = num.parse().ok()?;
     let r = x * mult;
     (r.is_finite() && r.fract() == 0.0).then_some(r as i64)
@@ -462,10 +489,19 @@ mod tests {
     #[test]
     fn equals_form_and_router_append() {
         let spec = crate::release::RouterRelease::LATEST.spec();
-        let p = parse_argv(spec, &argv("--prefill http://a:1 8998 --prefill=http://b:2 --decode http://c:3 --port=8000"));
+        let p =
+            parse_argv(spec, &argv("--prefill http://a:1 8998 --prefill=http://b:2 --decode http://c:3 --port=8000"));
         assert!(p.problems.is_empty(), "{:?}", p.problems);
         assert_eq!(p.get("prefill"), Some(&ArgValue::Many(vec!["http://a:1\t8998".into(), "http://b:2".into()])));
         assert_eq!(p.get("port"), Some(&ArgValue::One("8000".into())));
+    }
+
+    #[test]
+    fn renamed_destinations_read_under_their_current_name() {
+        let p = parse_argv(Release::V0_5_10.spec(), &argv("--tp-size 4 --pp-size 2"));
+        assert_eq!(p.get("tp_size"), Some(&ArgValue::One("4".into())));
+        assert_eq!(p.get("pp_size"), Some(&ArgValue::One("2".into())));
+        assert!(Release::V0_5_10.spec().by_dest("tp_size").is_some());
     }
 
     #[test]

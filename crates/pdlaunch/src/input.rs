@@ -32,14 +32,16 @@ pub fn load(path: &str) -> Result<Loaded, InputError> {
         ("<stdin>".to_owned(), s)
     } else {
         let text = std::fs::read(path).map_err(|source| InputError::Io { file: path.into(), source })?;
-        let text = String::from_utf8(text).map_err(|e| InputError::Load(LoadError {
-            file: path.into(),
-            line: None,
-            column: None,
-            path: None,
-            message: format!("not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()),
-            hint: Some("save the deployment as UTF-8 YAML or JSON".into()),
-        }))?;
+        let text = String::from_utf8(text).map_err(|e| {
+            InputError::Load(LoadError {
+                file: path.into(),
+                line: None,
+                column: None,
+                path: None,
+                message: format!("not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()),
+                hint: Some("save the deployment as UTF-8 YAML or JSON".into()),
+            })
+        })?;
         (path.to_owned(), text)
     };
     let deployment = parse_deployment(&text, &file, Syntax::from_name(&file))?;

@@ -18,7 +18,11 @@ pub const EXIT_FINDINGS: u8 = 1;
 pub const EXIT_BAD_INPUT: u8 = 2;
 
 #[derive(Parser)]
-#[command(name = "pdlaunch", version, about = "Matched SGLang prefill/decode/router launch commands from one schema, checked before launch")]
+#[command(
+    name = "pdlaunch",
+    version,
+    about = "Matched SGLang prefill/decode/router launch commands from one schema, checked before launch"
+)]
 struct Cli {
     /// When to use colour: auto, always or never (NO_COLOR is honoured).
     #[arg(long, global = true, default_value = "auto", value_parser = ["auto", "always", "never"])]

@@ -50,21 +50,27 @@ pub fn render_config(plan: &Plan) -> Vec<RenderedFile> {
     for role in Role::BOTH {
         let Some(first) = plan.role(role).next() else { continue };
         let (wide, _) = split(&first.args);
-        let body: String =
-            wide.iter().map(|a| format!("{}: {}\n", config_key(&a.tokens[0]), yaml_value(a))).collect();
+        let body: String = wide.iter().map(|a| format!("{}: {}\n", config_key(&a.tokens[0]), yaml_value(a))).collect();
         let mut contents = header(plan);
-        contents.push_str(&format!("# SGLang --config file for every {role} server. Keys are flag names without `--`.\n"));
+        contents
+            .push_str(&format!("# SGLang --config file for every {role} server. Keys are flag names without `--`.\n"));
         contents.push_str(&body);
         files.push(RenderedFile { name: config_file_name(plan, role), contents, executable: false });
     }
     for p in &plan.servers {
         let (_, rest) = split(&p.args);
         let path = format!("{}/{}", plan.config_dir.trim_end_matches('/'), config_file_name(plan, p.role));
-        let mut argv = vec![plan.python.clone(), "-m".into(), crate::plan::SERVER_MODULE.into(), "--config".into(), path];
+        let mut argv =
+            vec![plan.python.clone(), "-m".into(), crate::plan::SERVER_MODULE.into(), "--config".into(), path];
         argv.extend(rest.iter().flat_map(|a| a.tokens.iter().cloned()));
         files.push(RenderedFile {
             name: format!("{}.sh", p.id()),
-            contents: render_shell_like(plan, &format!("{} (loads its role's --config file)", p.label()), &p.env, &argv),
+            contents: render_shell_like(
+                plan,
+                &format!("{} (loads its role's --config file)", p.label()),
+                &p.env,
+                &argv,
+            ),
             executable: true,
         });
     }
@@ -85,7 +91,10 @@ mod tests {
     #[test]
     fn ambiguous_strings_stay_strings() {
         let mut d = crate::examples::example("llama-1p1d").unwrap();
-        for name in ["1.10", "true", "null", "0x10", "~", "8e3", "no", "on", "1_000", "1:20", "- x", "a: b", "#x", "=", "<<", "\"q\"\n'"] {
+        for name in [
+            "1.10", "true", "null", "0x10", "~", "8e3", "no", "on", "1_000", "1:20", "- x", "a: b", "#x", "=", "<<",
+            "\"q\"\n'",
+        ] {
             d.model.served_name = Some(name.into());
             let files = render_config(&crate::plan::plan(&d));
             let yaml: serde_yaml::Mapping = serde_yaml::from_str(&files[0].contents).unwrap();

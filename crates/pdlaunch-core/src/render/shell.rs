@@ -50,7 +50,14 @@ fn title(p: &ServerProcess) -> String {
     } else {
         format!("GPUs {}-{}", p.gpus.0, p.gpus.0 + p.gpus.1 - 1)
     };
-    format!("{} instance {}, node {} of {}, on {} ({gpus})", p.role, p.instance, p.node, p.nnodes, p.host.replace('\n', " "))
+    format!(
+        "{} instance {}, node {} of {}, on {} ({gpus})",
+        p.role,
+        p.instance,
+        p.node,
+        p.nnodes,
+        p.host.replace('\n', " ")
+    )
 }
 
 /// One script per server process plus `router.sh`.

@@ -292,7 +292,9 @@ impl<'a> Context<'a> {
                 .prefills
                 .iter()
                 .enumerate()
-                .map(|(i, e)| entry(&e.url, e.bootstrap_port, Origin::Field { path: format!("prefill.instances[{i}]") }))
+                .map(|(i, e)| {
+                    entry(&e.url, e.bootstrap_port, Origin::Field { path: format!("prefill.instances[{i}]") })
+                })
                 .collect(),
             decodes: plan
                 .router
@@ -356,6 +358,29 @@ pub fn split_url(url: &str) -> Option<(String, u16)> {
         Some((h, p)) => Some((h.to_owned(), p.parse().ok()?)),
         None => Some((hostport.to_owned(), 80)),
     }
+}
+
+/// Servers grouped by a key, in first-seen order, so that one finding covers every process a
+/// single setting affects (the nodes and instances of a side share their origins). Servers whose
+/// key is `None` are left out. Shared by the per-server rules.
+pub(crate) fn group<'a, K: PartialEq>(
+    servers: impl IntoIterator<Item = &'a ServerView>,
+    key: impl Fn(&ServerView) -> Option<K>,
+) -> Vec<(K, Vec<&'a ServerView>)> {
+    let mut groups: Vec<(K, Vec<&'a ServerView>)> = Vec::new();
+    for s in servers {
+        let Some(k) = key(s) else { continue };
+        match groups.iter_mut().find(|(g, _)| *g == k) {
+            Some((_, v)) => v.push(s),
+            None => groups.push((k, vec![s])),
+        }
+    }
+    groups
+}
+
+/// The labels of some servers, comma-separated.
+pub(crate) fn labels(servers: &[&ServerView]) -> String {
+    servers.iter().map(|s| s.label.as_str()).collect::<Vec<_>>().join(", ")
 }
 
 /// Runs every rule; findings come out errors first, then by code, without duplicates.

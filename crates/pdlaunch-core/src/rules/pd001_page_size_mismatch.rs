@@ -55,7 +55,12 @@ fn check(ctx: &Context) -> Vec<Finding> {
             pp.value.max(dp.value)
         );
         let mut f = Finding::new(&RULE, message, fix).at(p, "page_size").at(d, "page_size");
-        for (side, dest) in [(p, "attention_backend"), (d, "attention_backend"), (p, "decode_attention_backend"), (d, "decode_attention_backend")] {
+        for (side, dest) in [
+            (p, "attention_backend"),
+            (d, "attention_backend"),
+            (p, "decode_attention_backend"),
+            (d, "decode_attention_backend"),
+        ] {
             if side.explicit(dest).is_some() {
                 f = f.at(side, dest);
             }

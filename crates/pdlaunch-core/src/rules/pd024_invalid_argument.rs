@@ -52,33 +52,20 @@ impl Program {
     }
     fn specs(self) -> Vec<(String, &'static Spec)> {
         match self {
-            Program::Server(_) => Release::ALL
-                .iter()
-                .map(|r| (r.as_str().to_owned(), r.spec()))
-                .collect(),
-            Program::Router(_) => RouterRelease::ALL
-                .iter()
-                .map(|r| (r.as_str().to_owned(), r.spec()))
-                .collect(),
+            Program::Server(_) => Release::ALL.iter().map(|r| (r.as_str().to_owned(), r.spec())).collect(),
+            Program::Router(_) => RouterRelease::ALL.iter().map(|r| (r.as_str().to_owned(), r.spec())).collect(),
         }
     }
     /// Releases (of the same program) whose spec has this spelling.
     pub(super) fn releases_with(self, spelling: &str) -> Vec<String> {
-        self.specs()
-            .into_iter()
-            .filter(|(_, s)| s.get(spelling).is_some())
-            .map(|(n, _)| n)
-            .collect()
+        self.specs().into_iter().filter(|(_, s)| s.get(spelling).is_some()).map(|(n, _)| n).collect()
     }
     /// Releases whose spec accepts `value` for the option spelled `spelling`.
     pub(super) fn releases_accepting(self, spelling: &str, value: &str) -> Vec<String> {
         self.specs()
             .into_iter()
             .filter(|(_, s)| {
-                s.get(spelling).is_some_and(|f| {
-                    f.choice_strings()
-                        .is_none_or(|c| c.iter().any(|x| x == value))
-                })
+                s.get(spelling).is_some_and(|f| f.choice_strings().is_none_or(|c| c.iter().any(|x| x == value)))
             })
             .map(|(n, _)| n)
             .collect()
@@ -115,10 +102,7 @@ fn describe(p: &ArgProblem, program: Program, origin: &Origin) -> (String, Strin
         ArgProblemKind::Unknown { suggestion } => {
             if let (Program::Server(_), Some(r)) = (program, flags::removed_flag(t)) {
                 return (
-                    format!(
-                        "`{t}` was removed in SGLang {} and {name} rejects it",
-                        r.removed_in
-                    ),
+                    format!("`{t}` was removed in SGLang {} and {name} rejects it", r.removed_in),
                     format!("replace `{t}` in {at} with {}", r.replacement),
                 );
             }
@@ -132,10 +116,9 @@ fn describe(p: &ArgProblem, program: Program, origin: &Origin) -> (String, Strin
                     message.push_str(&format!("; did you mean `{s}`?"));
                     let field = match program {
                         Program::Server(_) => flags::server_flag(s).filter(|f| !f.field.is_empty()),
-                        Program::Router(_) => flags::ROUTER_FLAGS
-                            .iter()
-                            .copied()
-                            .find(|f| f.name == s && !f.field.is_empty()),
+                        Program::Router(_) => {
+                            flags::ROUTER_FLAGS.iter().copied().find(|f| f.name == s && !f.field.is_empty())
+                        }
                     };
                     match field {
                         Some(f) => format!(
@@ -147,44 +130,26 @@ fn describe(p: &ArgProblem, program: Program, origin: &Origin) -> (String, Strin
                     }
                 }
                 None if !elsewhere.is_empty() => {
-                    format!(
-                        "remove `{t}` from {at}, or target a release that has it ({})",
-                        elsewhere.join(", ")
-                    )
+                    format!("remove `{t}` from {at}, or target a release that has it ({})", elsewhere.join(", "))
                 }
                 None => format!("remove `{t}` from {at}"),
             };
             (message, fix)
         }
         ArgProblemKind::Ambiguous(candidates) => (
-            format!(
-                "`{t}` is an ambiguous abbreviation in {name}: it could match {}",
-                candidates.join(", ")
-            ),
+            format!("`{t}` is an ambiguous abbreviation in {name}: it could match {}", candidates.join(", ")),
             format!(
                 "spell the option in full in {at}, e.g. `{}`",
-                candidates
-                    .iter()
-                    .min_by_key(|c| c.len())
-                    .map_or("", String::as_str)
+                candidates.iter().min_by_key(|c| c.len()).map_or("", String::as_str)
             ),
         ),
         ArgProblemKind::BadChoice { value, choices } => {
             let elsewhere = program.releases_accepting(t, value);
-            let mut message = format!(
-                "{name} rejects `{t} {value}`: the choices are {}",
-                choices.join(", ")
-            );
+            let mut message = format!("{name} rejects `{t} {value}`: the choices are {}", choices.join(", "));
             if !elsewhere.is_empty() {
-                message.push_str(&format!(
-                    " (`{value}` is accepted by {})",
-                    elsewhere.join(", ")
-                ));
+                message.push_str(&format!(" (`{value}` is accepted by {})", elsewhere.join(", ")));
             }
-            (
-                message,
-                format!("use one of {} for `{t}` in {at}", choices.join(", ")),
-            )
+            (message, format!("use one of {} for `{t}` in {at}", choices.join(", ")))
         }
         ArgProblemKind::BadType { value, ty } => (
             format!("{name} rejects `{t} {value}`: `{value}` is not a valid {ty}"),
@@ -192,18 +157,15 @@ fn describe(p: &ArgProblem, program: Program, origin: &Origin) -> (String, Strin
         ),
         ArgProblemKind::MissingValue => (
             format!("`{t}` expects a value but none follows it"),
-            format!(
-                "add the value after `{t}` in {at} (each token of `extra_args` is one list item)"
-            ),
+            format!("add the value after `{t}` in {at} (each token of `extra_args` is one list item)"),
         ),
         ArgProblemKind::Positional => (
             format!("`{t}` is not an option and no option before it takes a value"),
             format!("remove `{t}` from {at}, or put the option it belongs to right before it"),
         ),
-        ArgProblemKind::UnexpectedValue => (
-            format!("`{t}` takes no value, but one was given with `=`"),
-            format!("write `{t}` alone in {at}"),
-        ),
+        ArgProblemKind::UnexpectedValue => {
+            (format!("`{t}` takes no value, but one was given with `=`"), format!("write `{t}` alone in {at}"))
+        }
     }
 }
 
@@ -215,20 +177,14 @@ pub(super) fn collect(
     p: &ArgProblem,
     program: Program,
 ) {
-    match out
-        .iter_mut()
-        .find(|(o, q, ..)| *o == origin && q.token == p.token && q.kind == p.kind)
-    {
+    match out.iter_mut().find(|(o, q, ..)| *o == origin && q.token == p.token && q.kind == p.kind) {
         Some((.., labels)) => labels.push(label.to_owned()),
         None => out.push((origin, p.clone(), program, vec![label.to_owned()])),
     }
 }
 
 /// Every argparse problem on the servers and the router, with its origin, filtered by `keep`.
-pub(super) fn problems(
-    ctx: &Context,
-    keep: fn(&Origin) -> bool,
-) -> Vec<(Origin, ArgProblem, Program, Vec<String>)> {
+pub(super) fn problems(ctx: &Context, keep: fn(&Origin) -> bool) -> Vec<(Origin, ArgProblem, Program, Vec<String>)> {
     let mut out = Vec::new();
     for s in &ctx.servers {
         for p in &s.parsed.problems {
@@ -257,9 +213,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
             let message = format!("{}: {what}", labels.join(", "));
             let mut f = Finding::new(&RULE, message, fix);
             f.sglang_error = Some(argparse_text(&p.kind));
-            labels.iter().fold(f, |f, l| {
-                f.at_origin(l.clone(), Some(&p.token), origin.clone())
-            })
+            labels.iter().fold(f, |f, l| f.at_origin(l.clone(), Some(&p.token), origin.clone()))
         })
         .collect()
 }
@@ -282,20 +236,12 @@ mod tests {
         let f = findings(&d, "PD024");
         assert_eq!(f.len(), 1, "{f:?}");
         assert!(
-            f[0].message.contains("decode[0]")
-                && f[0].message.contains("did you mean `--page-size`"),
+            f[0].message.contains("decode[0]") && f[0].message.contains("did you mean `--page-size`"),
             "{}",
             f[0].message
         );
-        assert!(
-            f[0].fix.contains("decode.extra_args[0]") && f[0].fix.contains("shared.page_size"),
-            "{}",
-            f[0].fix
-        );
-        assert!(f[0]
-            .sglang_error
-            .unwrap()
-            .contains("unrecognized arguments"));
+        assert!(f[0].fix.contains("decode.extra_args[0]") && f[0].fix.contains("shared.page_size"), "{}", f[0].fix);
+        assert!(f[0].sglang_error.unwrap().contains("unrecognized arguments"));
     }
 
     #[test]
@@ -304,46 +250,25 @@ mod tests {
         d.prefill.extra_args = vec!["--enable-deepep-moe".into()];
         let f = findings(&d, "PD024");
         assert_eq!(f.len(), 1, "{f:?}");
-        assert!(
-            f[0].message.contains("removed in SGLang 0.5.6"),
-            "{}",
-            f[0].message
-        );
-        assert!(
-            f[0].message
-                .contains("prefill[0] node 0, prefill[0] node 1"),
-            "{}",
-            f[0].message
-        );
-        assert!(
-            f[0].fix.contains("--moe-a2a-backend deepep"),
-            "{}",
-            f[0].fix
-        );
+        assert!(f[0].message.contains("removed in SGLang 0.5.6"), "{}", f[0].message);
+        assert!(f[0].message.contains("prefill[0] node 0, prefill[0] node 1"), "{}", f[0].message);
+        assert!(f[0].fix.contains("--moe-a2a-backend deepep"), "{}", f[0].fix);
     }
 
     #[test]
     fn ambiguous_pp_and_bad_choice() {
         let mut d = llama();
-        d.prefill.extra_args = vec![
-            "--pp".into(),
-            "2".into(),
-            "--kv-cache-dtype".into(),
-            "fp9".into(),
-        ];
+        d.prefill.extra_args = vec!["--pp".into(), "2".into(), "--kv-cache-dtype".into(), "fp9".into()];
         let f = findings(&d, "PD024");
         assert_eq!(f.len(), 2, "{f:?}");
         assert!(
-            f.iter()
-                .any(|f| f.message.contains("`--pp` is an ambiguous")
-                    && f.message.contains("--pp-size")
-                    && f.fix.contains("e.g. `--pp-size`")),
+            f.iter().any(|f| f.message.contains("`--pp` is an ambiguous")
+                && f.message.contains("--pp-size")
+                && f.fix.contains("e.g. `--pp-size`")),
             "{f:?}"
         );
         assert!(
-            f.iter()
-                .any(|f| f.message.contains("`--kv-cache-dtype fp9`")
-                    && f.fix.contains("prefill.extra_args[2]")),
+            f.iter().any(|f| f.message.contains("`--kv-cache-dtype fp9`") && f.fix.contains("prefill.extra_args[2]")),
             "{f:?}"
         );
     }
@@ -356,8 +281,7 @@ mod tests {
         let f = findings(&d, "PD024");
         assert_eq!(f.len(), 1, "{f:?}");
         assert!(
-            f[0].message
-                .contains("SGLang 0.5.19 has no option `--attn-dp-size` (it exists in 0.5.23)"),
+            f[0].message.contains("SGLang 0.5.19 has no option `--attn-dp-size` (it exists in 0.5.23)"),
             "{}",
             f[0].message
         );

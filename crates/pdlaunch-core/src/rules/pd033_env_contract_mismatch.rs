@@ -1,18 +1,204 @@
-//! PD033: TODO (placeholder being written).
+//! PD033: environment variables that are part of the PD contract differ between the sides.
 
 use super::{Context, Finding, Rule, Severity};
+use crate::deployment::Role;
+use crate::effective::ServerView;
+use crate::plan::Origin;
 
+/// Some SGLang environment variables change what is transferred (aux buffers, staging regions,
+/// the KV layout) or how (NIXL plugin, Mooncake memory pool and transport). Every prefill pairs
+/// with every decode, so all of them must agree; nothing in SGLang compares them.
+///
+/// `SGLANG_USE_HND_KVCACHE` switches the MHA pool to the HND layout, whose buffers the PD transfer
+/// cannot describe; it must stay unset on PD servers.
 pub static RULE: Rule = Rule {
     code: "PD033",
     name: "env-contract-mismatch",
     severity: Severity::Error,
-    summary: "TODO",
-    explanation: "TODO",
-    sglang_errors: &[],
-    fix: "TODO",
+    summary: "an environment variable of the PD contract differs between servers",
+    explanation: "Both sides derive their transfer buffers from the environment too. \
+        `SGLANG_DISAGGREGATION_SAMPLING_MASK_MAX_TOKENS > 0` adds three aux buffers, `SGLANG_DISAGG_STAGING_BUFFER` \
+        adds staging regions that the decode must advertise and the prefill must use (the docs: set it on BOTH \
+        prefill and decode), and `SGLANG_AITER_KV_CACHE_LAYOUT` changes the KV layout on ROCm: a difference \
+        corrupts KV or the aux metadata silently, because the transfer uses the prefill's layout on both ends. The \
+        NIXL backend and its parameters, Mooncake's custom memory pool and NVLink/TCP switches must agree for the \
+        two engines to connect and move aux data the same way. `SGLANG_USE_HND_KVCACHE` gives the MHA pool an HND \
+        layout that the PD transfer rejects.",
+    sglang_errors: &[
+        "SGLANG_USE_HND_KVCACHE: the HND KV layout cannot describe its buffers to the PD transfer (get_contiguous_buf_infos raises NotImplementedError)",
+    ],
+    fix: "Put PD-contract variables in `shared.env` (rendered on every server) rather than in one side's `env`, and \
+        leave `SGLANG_USE_HND_KVCACHE` unset.",
     check,
 };
 
-fn check(_ctx: &Context) -> Vec<Finding> {
-    Vec::new()
+/// PD-contract variables: name, SGLang's default (as the value is compared), whether a difference
+/// changes the transferred layout (error) or the transport (warning).
+const CONTRACT: &[(&str, &str, bool)] = &[
+    ("SGLANG_DISAGGREGATION_SAMPLING_MASK_MAX_TOKENS", "0", true),
+    ("SGLANG_DISAGG_STAGING_BUFFER", "false", true),
+    ("SGLANG_AITER_KV_CACHE_LAYOUT", "", true),
+    ("SGLANG_DISAGG_STAGING_POOL_SIZE_MB", "4096", false),
+    ("SGLANG_MOONCAKE_CUSTOM_MEM_POOL", "", false),
+    ("MC_FORCE_MNNVL", "false", false),
+    ("MC_INTRANODE_NVLINK", "false", false),
+    ("SGLANG_DISAGGREGATION_NIXL_BACKEND", "UCX", false),
+    ("SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS", "{}", false),
+    ("SGLANG_MOONCAKE_SEND_AUX_TCP", "false", false),
+    ("MC_FORCE_TCP", "false", false),
+];
+
+/// SGLang's `EnvBool` reading of a value: `Some(true/false)` for its spellings, `None` otherwise.
+pub(super) fn env_bool(v: &str) -> Option<bool> {
+    match v.trim().to_lowercase().as_str() {
+        "true" | "1" | "yes" | "y" => Some(true),
+        "false" | "0" | "no" | "n" | "" => Some(false),
+        _ => None,
+    }
+}
+
+/// True when `name` is set to a true value on `s`.
+pub(super) fn env_on(s: &ServerView, name: &str) -> bool {
+    s.env.get(name).and_then(|v| env_bool(v)) == Some(true)
+}
+
+/// Where `name` is (or would be) set for `s`: `<side>.env.NAME` when the side sets it (or nobody
+/// does), `shared.env.NAME` when only the shared block does; `Derived` outside a deployment.
+pub(super) fn env_origin(ctx: &Context, s: &ServerView, name: &str) -> Origin {
+    let role = s.role.or_else(|| Role::BOTH.into_iter().find(|r| s.label.starts_with(r.as_str())));
+    match (ctx.deployment, role) {
+        (Some(d), Some(role)) => {
+            let path = if !d.side(role).env.contains_key(name) && d.shared.env.contains_key(name) {
+                format!("shared.env.{name}")
+            } else {
+                format!("{role}.env.{name}")
+            };
+            Origin::Field { path }
+        }
+        _ => Origin::Derived,
+    }
+}
+
+/// The value compared: booleans normalized, unset replaced by SGLang's default.
+fn normalized(raw: Option<&String>, default: &str) -> String {
+    let v = raw.map_or(default, String::as_str).trim();
+    match (env_bool(v), env_bool(default)) {
+        (Some(b), Some(_)) if !default.is_empty() && !default.chars().all(|c| c.is_ascii_digit()) => b.to_string(),
+        _ if v.is_empty() => default.to_owned(),
+        _ => v.to_owned(),
+    }
+}
+
+fn check(ctx: &Context) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let heads: Vec<&ServerView> = ctx.servers.iter().filter(|s| s.node == 0 && s.role.is_some()).collect();
+    for (name, default, layout) in CONTRACT {
+        let values: Vec<(String, &ServerView)> =
+            heads.iter().map(|s| (normalized(s.env.get(*name), default), *s)).collect();
+        let Some((first, _)) = values.first() else {
+            continue;
+        };
+        if values.iter().all(|(v, _)| v == first) {
+            continue;
+        }
+        let shown: Vec<String> = values
+            .iter()
+            .map(|(_, s)| {
+                format!("{} {}", s.label, s.env.get(*name).map_or_else(|| "unset".to_owned(), |v| format!("`{v}`")))
+            })
+            .collect();
+        let consequence = if *layout {
+            "it changes the buffers each side registers for the transfer, so KV or aux data is written with the \
+             wrong layout"
+        } else {
+            "the two transfer engines are set up differently and may fail to connect or move aux data differently"
+        };
+        let message = format!("{name} differs between servers ({}): {consequence}", shown.join(", "));
+        let wanted = values.iter().map(|(_, s)| s).find(|s| s.env.contains_key(*name)).and_then(|s| s.env.get(*name));
+        let fix = match (ctx.deployment, wanted) {
+            (Some(_), Some(v)) => {
+                format!("set `shared.env.{name}: \"{v}\"` and remove it from the side `env` blocks")
+            }
+            (Some(_), None) => format!("set `shared.env.{name}` once for every server"),
+            (None, _) => format!("export the same {name} for every prefill and decode server"),
+        };
+        let mut f = Finding::new(&RULE, message, fix);
+        f.sglang_error = None;
+        if !layout {
+            f = f.severity(Severity::Warning);
+        }
+        out.push(values.iter().fold(f, |f, (_, s)| f.at_origin(s.label.clone(), None, env_origin(ctx, s, name))));
+    }
+    let hnd: Vec<&ServerView> = ctx.servers.iter().filter(|s| env_on(s, "SGLANG_USE_HND_KVCACHE")).collect();
+    if !hnd.is_empty() {
+        let labels = super::labels(&hnd);
+        let message =
+            format!("SGLANG_USE_HND_KVCACHE is on for {labels}: the HND KV layout is not supported by the PD transfer");
+        let origin = env_origin(ctx, hnd[0], "SGLANG_USE_HND_KVCACHE");
+        let fix = match origin {
+            Origin::Field { path } => format!("remove `{path}`"),
+            _ => "unset SGLANG_USE_HND_KVCACHE on PD servers".to_owned(),
+        };
+        let f = Finding::new(&RULE, message, fix);
+        out.push(
+            hnd.iter().fold(f, |f, s| f.at_origin(s.label.clone(), None, env_origin(ctx, s, "SGLANG_USE_HND_KVCACHE"))),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::examples::example;
+    use crate::rules::testing::*;
+    use crate::rules::Severity;
+
+    #[test]
+    fn shared_env_passes() {
+        assert!(!codes(&example("qwen3-2p1d-nixl").unwrap()).contains(&"PD033"));
+        assert!(!codes(&llama()).contains(&"PD033"));
+        // Spelling variants of the same boolean and explicit defaults are equal.
+        let mut d = llama();
+        d.prefill.env.insert("MC_FORCE_TCP".into(), "0".into());
+        d.decode.env.insert("SGLANG_DISAGG_STAGING_POOL_SIZE_MB".into(), "4096".into());
+        assert!(!codes(&d).contains(&"PD033"), "{:?}", findings(&d, "PD033"));
+    }
+
+    #[test]
+    fn staging_buffer_on_one_side_is_an_error() {
+        let mut d = example("qwen3-2p1d-nixl").unwrap();
+        d.shared.env.clear();
+        d.prefill.env.insert("SGLANG_DISAGG_STAGING_BUFFER".into(), "1".into());
+        let f = findings(&d, "PD033");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].severity, Severity::Error);
+        let m = &f[0].message;
+        assert!(m.contains("prefill[0] `1`") && m.contains("prefill[1] `1`") && m.contains("decode[0] unset"), "{m}");
+        assert!(f[0].fix.contains("shared.env.SGLANG_DISAGG_STAGING_BUFFER"), "{}", f[0].fix);
+        assert!(f[0].locations.iter().any(|l| l.origin.to_string() == "decode.env.SGLANG_DISAGG_STAGING_BUFFER"));
+        assert!(f[0].locations.iter().any(|l| l.origin.to_string() == "prefill.env.SGLANG_DISAGG_STAGING_BUFFER"));
+    }
+
+    #[test]
+    fn nixl_backend_difference_is_a_warning() {
+        let mut d = example("qwen3-2p1d-nixl").unwrap();
+        d.decode.env.insert("SGLANG_DISAGGREGATION_NIXL_BACKEND".into(), "LIBFABRIC".into());
+        let f = findings(&d, "PD033");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert!(f[0].message.contains("decode[0] `LIBFABRIC`"), "{}", f[0].message);
+    }
+
+    #[test]
+    fn hnd_layout_anywhere_is_an_error() {
+        let mut d = llama();
+        d.shared.env.insert("SGLANG_USE_HND_KVCACHE".into(), "1".into());
+        let f = findings(&d, "PD033");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].severity, Severity::Error);
+        assert!(f[0].fix.contains("shared.env.SGLANG_USE_HND_KVCACHE"), "{}", f[0].fix);
+        let mut d = llama();
+        d.shared.env.insert("SGLANG_USE_HND_KVCACHE".into(), "0".into());
+        assert!(findings(&d, "PD033").is_empty());
+    }
 }

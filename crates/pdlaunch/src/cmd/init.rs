@@ -46,7 +46,12 @@ pub fn run(args: Args) -> super::Result<u8> {
                 }
             })?;
             f.write_all(text.as_bytes())?;
-            eprintln!("wrote {} (from example `{}`); check it with `pdlaunch check {}`", path.display(), e.name, path.display());
+            eprintln!(
+                "wrote {} (from example `{}`); check it with `pdlaunch check {}`",
+                path.display(),
+                e.name,
+                path.display()
+            );
         }
     }
     Ok(0)

@@ -34,7 +34,9 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
     if errors > 0 {
         eprint!("{}", super::check::human(&report, &loaded, style));
         if !args.allow_errors {
-            eprintln!("not rendering a deployment with errors; fix them, or pass --allow-errors to see the commands anyway");
+            eprintln!(
+                "not rendering a deployment with errors; fix them, or pass --allow-errors to see the commands anyway"
+            );
             return Ok(crate::EXIT_FINDINGS);
         }
     }
