@@ -103,6 +103,11 @@ pub struct Model {
     /// KV geometry of the model, used by rules that depend on the attention kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub geometry: Option<Geometry>,
+    /// A built-in model whose public `config.json` fills `geometry` (`pdlaunch model --list`
+    /// prints them); an explicit `geometry` takes precedence.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::model::deserialize_preset")]
+    #[schemars(schema_with = "crate::model::preset_schema")]
+    pub preset: Option<String>,
 }
 
 /// The attention kind, which decides the KV pool layout.
@@ -149,6 +154,73 @@ pub struct Geometry {
     /// True when some layers use sliding-window attention and others full attention.
     #[serde(default, skip_serializing_if = "is_false")]
     pub hybrid_swa: bool,
+    /// Layers with full attention in a hybrid sliding-window model (the others slide).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_attention_layers: Option<u32>,
+    /// V head dimension when it differs from `head_dim` (MHA/GQA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub v_head_dim: Option<u32>,
+    /// Hidden size (`hidden_size`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden_size: Option<u32>,
+    /// Context length the model was built for (`max_position_embeddings`); SGLang's default
+    /// `--context-length`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_position_embeddings: Option<u64>,
+    /// Routed experts of a mixture-of-experts model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moe_experts: Option<u32>,
+    /// Experts each token is routed to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moe_experts_per_token: Option<u32>,
+    /// Checkpoint dtype (`torch_dtype`): `bfloat16`, `float16` or `float32`; the KV element type
+    /// when `kv_cache_dtype` is `auto`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torch_dtype: Option<String>,
+    /// Weight quantization of the checkpoint (`quantization_config.quant_method`, e.g. `fp8`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quant_method: Option<String>,
+    /// KV-cache quantization the checkpoint asks for (`FP8` makes SGLang's `auto` KV dtype
+    /// `fp8_e4m3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_cache_quant_algo: Option<String>,
+    /// Parameters of the language model (without speculative/MTP layers), as derived from
+    /// `config.json`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<u64>,
+    /// Estimated bytes of the weights as stored (quantization included), used for the per-GPU
+    /// memory estimate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight_bytes: Option<u64>,
+}
+
+impl Geometry {
+    /// A geometry with only the attention kind and layer count known.
+    pub fn new(attention: AttentionKind, layers: u32) -> Geometry {
+        Geometry {
+            architecture: None,
+            attention,
+            layers,
+            attention_heads: None,
+            kv_heads: None,
+            head_dim: None,
+            kv_lora_rank: None,
+            qk_rope_head_dim: None,
+            sliding_window: None,
+            hybrid_swa: false,
+            full_attention_layers: None,
+            v_head_dim: None,
+            hidden_size: None,
+            max_position_embeddings: None,
+            moe_experts: None,
+            moe_experts_per_token: None,
+            torch_dtype: None,
+            quant_method: None,
+            kv_cache_quant_algo: None,
+            parameters: None,
+            weight_bytes: None,
+        }
+    }
 }
 
 /// Settings that must be identical on prefill and decode. Each renders once, identically, on

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::deployment::{AttentionKind, Geometry, Gpu, Role};
+use crate::deployment::{AttentionKind, Geometry, Gpu, Model, Role};
 use crate::plan::Origin;
 use crate::release::Release;
 use crate::spec::{json_to_arg, parse_argv, ArgValue, Parsed, Spec};
@@ -58,6 +58,16 @@ pub struct ModelFacts {
 }
 
 impl ModelFacts {
+    /// The facts of a deployment's model: its `geometry`, else the geometry of its `preset`.
+    pub fn from_model(m: &Model) -> ModelFacts {
+        let geometry =
+            m.geometry.clone().or_else(|| m.preset.as_deref().and_then(crate::model::preset).map(|p| p.geometry()));
+        ModelFacts { geometry }
+    }
+    /// The checkpoint's KV-cache quantization (`kv_cache_quant_algo`, e.g. `FP8`), if known.
+    pub fn kv_cache_quant_algo(&self) -> Option<&str> {
+        self.geometry.as_ref().and_then(|g| g.kv_cache_quant_algo.as_deref())
+    }
     /// The architecture class, if known.
     pub fn architecture(&self) -> Option<&str> {
         self.geometry.as_ref().and_then(|g| g.architecture.as_deref())
@@ -68,6 +78,15 @@ impl ModelFacts {
             return Some(g.attention);
         }
         None
+    }
+    /// The page size SGLang forces for the architecture whatever `--page-size` says (DSA 64,
+    /// DeepSeek-V4 256), with the reason.
+    pub fn forced_page_size(&self) -> Option<(u32, String)> {
+        let arch = self.architecture()?;
+        if self.is_dsa() {
+            return Some((64, format!("the DSA architecture {arch}")));
+        }
+        (arch == "DeepseekV4ForCausalLM").then(|| (256, arch.to_owned()))
     }
     /// True for DeepSeek sparse-attention (DSA) architectures.
     pub fn is_dsa(&self) -> bool {
@@ -85,6 +104,9 @@ impl ModelFacts {
 
 /// DeepSeek sparse-attention architectures (page size forced to 64, KV dtype rules).
 pub const DSA_ARCHS: &[&str] = &["DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM"];
+/// MiniMax-M3 architectures (page size 128 when unset, with fa3 on Hopper or fa4/trtllm_mha on
+/// Blackwell).
+pub const MINIMAX_M3_ARCHS: &[&str] = &["MiniMaxM3ForCausalLM", "MiniMaxM3VLForConditionalGeneration"];
 /// DeepSeek-V3-family architectures (MLA; `trtllm_mla` by default on SM100).
 pub const DEEPSEEK_V3_ARCHS: &[&str] = &["DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM", "KimiK2ForCausalLM"];
 
@@ -188,26 +210,47 @@ impl ServerView {
         let mut why = Vec::new();
         let mut page = explicit;
         let arch = model.architecture();
-        if model.is_dsa() {
-            if page != Some(64) {
-                why.push(format!("forced to 64 for the DSA architecture {}", arch.unwrap_or_default()));
+        let mut model_assumption = None;
+        if let Some((forced, reason)) = model.forced_page_size() {
+            if page != Some(forced) {
+                why.push(format!("forced to {forced} for {reason}"));
             }
-            page = Some(64);
-        } else if arch == Some("DeepseekV4ForCausalLM") {
-            if page != Some(256) {
-                why.push("forced to 256 for DeepseekV4ForCausalLM".into());
+            page = Some(forced);
+            if model.is_dsa() && self.gpu.is_some_and(Gpu::is_hip) {
+                model_assumption = Some(
+                    "on ROCm SGLang forces page size 1 for DSA models unless its aiter preshuffle path is active; 64 assumed"
+                        .to_owned(),
+                );
             }
-            page = Some(256);
         }
         let mut page = page.unwrap_or_else(|| {
             why.push("unset: SGLang's default is 1".into());
             1
         });
         let (attn, prefill, decode) = self.attention_backends(model);
-        let mut assumption = attn.assumption.clone();
+        let mut assumption = model_assumption.or_else(|| attn.assumption.clone());
         let a = attn.value.as_deref();
         let p = prefill.as_deref();
         let d = decode.as_deref();
+        // MiniMax-M3 sets 128 when the page size is unset and the backend is fa3 (Hopper) or
+        // fa4/trtllm_mha (Blackwell).
+        let sm = self.gpu.and_then(Gpu::sm);
+        if explicit.is_none() && arch.is_some_and(|x| MINIMAX_M3_ARCHS.contains(&x)) {
+            let hit = match sm {
+                Some(90) => a == Some("fa3"),
+                Some(v) if v >= 100 => matches!(a, Some("fa4") | Some("trtllm_mha")),
+                _ => false,
+            };
+            if hit {
+                why.retain(|w| !w.starts_with("unset"));
+                why.push(format!(
+                    "set to 128 for {} with attention backend {}",
+                    arch.unwrap_or_default(),
+                    a.unwrap_or_default()
+                ));
+                page = 128;
+            }
+        }
         let draft = self.backend("speculative_draft_attention_backend");
         let mla = model.attention().map(|k| k == AttentionKind::Mla);
         let snap = |name: &str, keep: &[u32], to: u32, page: &mut u32, why: &mut Vec<String>| {
@@ -278,6 +321,10 @@ impl ServerView {
                 value = "bfloat16".into();
             }
         } else if model.architecture() == Some("DeepseekV4ForCausalLM") && raw == "auto" {
+            value = "fp8_e4m3".into();
+        }
+        // `auto` on a checkpoint whose quantization asks for an FP8 KV cache (ModelOpt).
+        if value == "auto" && model.kv_cache_quant_algo() == Some("FP8") {
             value = "fp8_e4m3".into();
         }
         if value != raw {

@@ -124,6 +124,7 @@ mod tests {
     fn every_setting_field_has_a_flag() {
         const NOT_FLAGS: &[&str] = &[
             "Model.geometry",      // model facts for the rules, not a flag
+            "Model.preset",        // fills geometry from a built-in config.json
             "Shared.env",          // environment, not argv
             "Shared.speculative",  // a group: its own fields carry the flags
             "Side.gpu",            // hardware facts for the rules

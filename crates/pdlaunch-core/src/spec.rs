@@ -87,6 +87,8 @@ pub struct Spec {
     /// The options in declaration order.
     pub flags: Vec<SpecFlag>,
     by_spelling: HashMap<String, usize>,
+    /// First option of each destination, by its current name (rules ask for defaults often).
+    by_dest: HashMap<String, usize>,
 }
 
 #[derive(Deserialize)]
@@ -99,12 +101,14 @@ impl Spec {
     pub(crate) fn from_json(text: &str) -> Spec {
         let file: SpecFile = serde_json::from_str(text).expect("embedded SGLang spec is valid JSON");
         let mut by_spelling = HashMap::new();
+        let mut by_dest = HashMap::new();
         for (i, f) in file.flags.iter().enumerate() {
             for s in &f.flags {
                 by_spelling.insert(s.clone(), i);
             }
+            by_dest.entry(canonical_dest(&f.dest).to_owned()).or_insert(i);
         }
-        Spec { flags: file.flags, by_spelling }
+        Spec { flags: file.flags, by_spelling, by_dest }
     }
 
     /// The option with exactly this spelling.
@@ -114,8 +118,7 @@ impl Spec {
 
     /// The option that stores into `dest` (current or pre-rename name).
     pub fn by_dest(&self, dest: &str) -> Option<&SpecFlag> {
-        let dest = canonical_dest(dest);
-        self.flags.iter().find(|f| canonical_dest(&f.dest) == dest)
+        self.by_dest.get(canonical_dest(dest)).map(|&i| &self.flags[i])
     }
 
     /// Resolves a spelling the way argparse does: exact, else a unique prefix of a long option.

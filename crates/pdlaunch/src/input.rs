@@ -21,7 +21,7 @@ pub enum InputError {
     #[error("cannot read {file}: {source}")]
     Io { file: String, source: std::io::Error },
     #[error("{0}")]
-    Load(#[from] LoadError),
+    Load(#[from] Box<LoadError>),
 }
 
 /// Reads and parses `path` (`-` reads stdin, as YAML or JSON).
@@ -33,17 +33,17 @@ pub fn load(path: &str) -> Result<Loaded, InputError> {
     } else {
         let text = std::fs::read(path).map_err(|source| InputError::Io { file: path.into(), source })?;
         let text = String::from_utf8(text).map_err(|e| {
-            InputError::Load(LoadError {
+            InputError::Load(Box::new(LoadError {
                 file: path.into(),
                 line: None,
                 column: None,
                 path: None,
                 message: format!("not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()),
                 hint: Some("save the deployment as UTF-8 YAML or JSON".into()),
-            })
+            }))
         })?;
         (path.to_owned(), text)
     };
-    let deployment = parse_deployment(&text, &file, Syntax::from_name(&file))?;
+    let deployment = parse_deployment(&text, &file, Syntax::from_name(&file)).map_err(Box::new)?;
     Ok(Loaded { deployment, file, text })
 }

@@ -37,6 +37,8 @@ enum Command {
     Render(cmd::render::Args),
     /// Validate a deployment: exit 0 when clean, 1 when errors are found, 2 on bad input.
     Check(cmd::check::Args),
+    /// Lint existing launch scripts, manifests, SLURM jobs or command lines (exit codes as `check`).
+    Lint(cmd::lint::Args),
     /// Print the deployment JSON Schema.
     Schema(cmd::schema::Args),
     /// Explain an SGLang error message, or a rule code: cause and fix.
@@ -45,6 +47,11 @@ enum Command {
     Init(cmd::init::Args),
     /// List the validation rules.
     Rules(cmd::rules::Args),
+    /// KV transfer smoke test: move one request's KV pages with the deployment's layouts on the
+    /// CPU or GPUs and prove where every slice lands (exit 0 pass, 1 fail, 2 bad input).
+    Smoke(cmd::smoke::Args),
+    /// Print the geometry and KV bytes per token of a model's config.json (or a built-in preset).
+    Model(cmd::model::Args),
 }
 
 fn main() -> ExitCode {
@@ -53,10 +60,13 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Render(a) => cmd::render::run(a, &style),
         Command::Check(a) => cmd::check::run(a, &style),
+        Command::Lint(a) => cmd::lint::run(a, &style),
         Command::Schema(a) => cmd::schema::run(a),
         Command::Explain(a) => cmd::explain::run(a, &style),
         Command::Init(a) => cmd::init::run(a),
         Command::Rules(a) => cmd::rules::run(a, &style),
+        Command::Smoke(a) => cmd::smoke::run(a, &style),
+        Command::Model(a) => cmd::model::run(a, &style),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -49,6 +49,14 @@ mod pd034_ep_size_overridden;
 mod pd035_served_name_colon;
 mod pd036_mixed_gpu_auto_defaults;
 mod pd037_missing_disaggregation_mode;
+mod pd038_kv_heads_divisibility;
+mod pd039_page_size_set_by_model;
+mod pd040_decode_kv_capacity;
+mod pd041_repeated_flag;
+mod pd042_config_equals_form;
+mod pd043_config_file_key;
+mod pd044_unknown_value;
+mod pd045_incomplete_deployment;
 
 /// Every rule, in code order. Codes are stable: never renumber, only append.
 pub static RULES: &[&Rule] = &[
@@ -89,6 +97,14 @@ pub static RULES: &[&Rule] = &[
     &pd035_served_name_colon::RULE,
     &pd036_mixed_gpu_auto_defaults::RULE,
     &pd037_missing_disaggregation_mode::RULE,
+    &pd038_kv_heads_divisibility::RULE,
+    &pd039_page_size_set_by_model::RULE,
+    &pd040_decode_kv_capacity::RULE,
+    &pd041_repeated_flag::RULE,
+    &pd042_config_equals_form::RULE,
+    &pd043_config_file_key::RULE,
+    &pd044_unknown_value::RULE,
+    &pd045_incomplete_deployment::RULE,
 ];
 
 /// The rule with this code (case-insensitive), or with this name.
@@ -311,7 +327,7 @@ impl<'a> Context<'a> {
         Context {
             servers,
             router: Some(router),
-            model: ModelFacts { geometry: d.model.geometry.clone() },
+            model: ModelFacts::from_model(&d.model),
             release: d.sglang_version,
             deployment: Some(d),
         }

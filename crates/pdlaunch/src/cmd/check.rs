@@ -17,10 +17,14 @@ pub struct Args {
     /// Treat warnings as errors (exit 1).
     #[arg(long)]
     pub deny_warnings: bool,
+    /// A Hugging Face `config.json` whose geometry replaces `model.geometry` (and `model.preset`).
+    #[arg(long, value_name = "FILE")]
+    pub model_config: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: Args, style: &Style) -> super::Result<u8> {
-    let loaded = load(&args.file)?;
+    let mut loaded = load(&args.file)?;
+    super::model::apply_model_config(&mut loaded.deployment, args.model_config.as_deref())?;
     let report = check(&loaded.deployment);
     if args.format == "json" {
         println!("{}", report_json(&report, &loaded)?);

@@ -3,9 +3,12 @@
 pub mod check;
 pub mod explain;
 pub mod init;
+pub mod lint;
+pub mod model;
 pub mod render;
 pub mod rules;
 pub mod schema;
+pub mod smoke;
 
 /// Errors a subcommand reports as bad input (exit 2).
 pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;

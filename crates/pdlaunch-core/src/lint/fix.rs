@@ -1,0 +1,508 @@
+//! Fixes for linted material: text edits of the files themselves (a value replaced, a flag added
+//! or a repeated one removed), written in the file's own syntax (shell words, YAML list items in
+//! block or flow style keeping their quoting, `--config` keys). Each edit is simulated on the
+//! server before it is offered: a page-size fix must make both sides resolve to the same value.
+//!
+//! Only values that need no quoting are written (digits, names, URLs), so an edit is valid in any
+//! layer it lands in (a `bash -c "…"` string inside a YAML scalar included). A word several
+//! servers share (one variable used by both sides) is not edited: that would move the drift.
+
+use super::source::{is_plain, Embed, SourceFile, Word};
+use super::{Group, LintFinding, Linted, ServerEntry};
+use crate::deployment::Role;
+use crate::effective::ServerView;
+
+/// One text edit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Edit {
+    /// Index of the file.
+    pub file: usize,
+    /// Byte range replaced.
+    pub start: usize,
+    /// End of the range.
+    pub end: usize,
+    /// New text.
+    pub text: String,
+    /// The finding it fixes (`PD001: ...`).
+    pub why: String,
+}
+
+/// A corrected file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FixedFile {
+    /// File name.
+    pub name: String,
+    /// The original text.
+    pub before: String,
+    /// The corrected text.
+    pub after: String,
+    /// What was fixed, one line per edit.
+    pub fixes: Vec<String>,
+}
+
+/// Every edit the findings allow, without overlaps.
+pub fn edits(linted: &Linted) -> Vec<Edit> {
+    let mut out: Vec<Edit> = Vec::new();
+    for f in &linted.findings {
+        let group = &linted.groups[f.group];
+        let why = format!("{}: {}", f.finding.code, f.finding.message);
+        let mut e = edits_for(f, group, &linted.files);
+        for x in &mut e {
+            x.why = why.clone();
+        }
+        // All of a finding's edits, or none.
+        if e.iter().all(|x| !out.iter().any(|o| overlaps(o, x))) {
+            out.extend(e);
+        }
+    }
+    out.sort_by_key(|e| (e.file, e.start, e.end));
+    out
+}
+
+fn overlaps(a: &Edit, b: &Edit) -> bool {
+    a.file == b.file && (a.start < b.end && b.start < a.end || a.start == b.start)
+}
+
+/// The edits that fix one finding of `linted`, described for people (`file:line: ...`).
+pub fn describe(linted: &Linted, f: &LintFinding) -> Vec<String> {
+    let edits = edits_for(f, &linted.groups[f.group], &linted.files);
+    edits
+        .iter()
+        .map(|e| {
+            let file = &linted.files[e.file];
+            let (line, col) = file.position(e.start);
+            let old = file.text.get(e.start..e.end).unwrap_or("");
+            let what = match (old.is_empty(), e.text.trim().is_empty()) {
+                (true, _) => format!("insert `{}`", e.text.trim()),
+                (false, true) => format!("delete `{}`", old.trim()),
+                (false, false) => format!("replace `{}` with `{}`", old.trim(), e.text.trim()),
+            };
+            format!("{}:{line}:{col}: {what}", file.name)
+        })
+        .collect()
+}
+
+/// Applies edits to a text (edits of other files are ignored).
+fn apply(text: &str, file: usize, edits: &[Edit]) -> String {
+    let mut after = text.to_owned();
+    let mut mine: Vec<&Edit> = edits.iter().filter(|e| e.file == file).collect();
+    mine.sort_by_key(|e| (e.start, e.end));
+    for e in mine.iter().rev() {
+        if e.start <= e.end && e.end <= after.len() && after.is_char_boundary(e.start) && after.is_char_boundary(e.end)
+        {
+            after.replace_range(e.start..e.end, &e.text);
+        }
+    }
+    after
+}
+
+/// The corrected texts of the files that change: one finding is fixed at a time and the result
+/// linted again, until no finding has a fix (fixes interact: matching an attention backend can
+/// change the page size the other fix chose).
+pub fn fix_all(inputs: &[super::Input], opts: &super::Options) -> Vec<FixedFile> {
+    let mut current: Vec<super::Input> = inputs.to_vec();
+    let mut fixes: Vec<Vec<String>> = vec![Vec::new(); inputs.len()];
+    let mut seen: Vec<Vec<String>> = Vec::new();
+    for _ in 0..64 {
+        let linted = super::lint(&current, opts);
+        let next = linted.findings.iter().find_map(|f| {
+            let mut e = edits_for(f, &linted.groups[f.group], &linted.files);
+            let why = format!("{}: {}", f.finding.code, f.finding.message);
+            for x in &mut e {
+                x.why = why.clone();
+            }
+            (!e.is_empty()).then_some(e)
+        });
+        let Some(edits) = next else { break };
+        let texts: Vec<String> = current.iter().enumerate().map(|(i, inp)| apply(&inp.text, i, &edits)).collect();
+        if seen.contains(&texts) {
+            break;
+        }
+        seen.push(texts.clone());
+        for e in &edits {
+            if !fixes[e.file].contains(&e.why) {
+                fixes[e.file].push(e.why.clone());
+            }
+        }
+        for (inp, t) in current.iter_mut().zip(texts) {
+            inp.text = t;
+        }
+    }
+    inputs
+        .iter()
+        .zip(current)
+        .zip(fixes)
+        .filter(|((before, after), _)| before.text != after.text)
+        .map(|((before, after), fixes)| FixedFile {
+            name: before.name.clone(),
+            before: before.text.clone(),
+            after: after.text,
+            fixes,
+        })
+        .collect()
+}
+
+fn edits_for(f: &LintFinding, group: &Group, files: &[SourceFile]) -> Vec<Edit> {
+    let server = |i: usize| f.finding.locations.get(i).and_then(|l| group.server(&l.process));
+    let shared_ok = |edits: &[Edit]| edits.iter().all(|e| !shared_word(group, e));
+    let result = match f.finding.code {
+        "PD001" => server(0).zip(server(1)).and_then(|(p, d)| page_size(group, p, d, files)),
+        "PD002" | "PD003" => server(0).zip(server(1)).and_then(|(p, d)| {
+            let want = p.view.value("kv_cache_dtype").unwrap_or_else(|| "auto".into());
+            set_value(d, "kv_cache_dtype", &want, files)
+        }),
+        "PD005" | "PD006" => server(0).zip(server(1)).and_then(|(p, d)| {
+            let flag = f.finding.locations[0].flag.as_deref()?;
+            let dest = p.view.spec().resolve(flag).ok()?.dest.clone();
+            // The decode follows the prefill, or (when its text is shared) the other way round.
+            match_value(p, d, &dest, files).filter(|e| shared_ok(e)).or_else(|| match_value(d, p, &dest, files))
+        }),
+        "PD017" => bootstrap(f, group, files),
+        "PD021" => {
+            let mut v = Vec::new();
+            for l in &f.finding.locations {
+                if l.flag.as_deref() != Some("--deepep-mode") {
+                    continue;
+                }
+                let Some(s) = group.server(&l.process) else { continue };
+                match set_value(s, "deepep_mode", "low_latency", files) {
+                    Some(e) => v.extend(e),
+                    None => return Vec::new(),
+                }
+            }
+            Some(v)
+        }
+        "PD037" => {
+            let mut v = Vec::new();
+            for l in &f.finding.locations {
+                let Some(s) = group.server(&l.process) else { continue };
+                let Some(role) = s.intended else { return Vec::new() };
+                match set_value(s, "disaggregation_mode", role.as_str(), files) {
+                    Some(e) => v.extend(e),
+                    None => return Vec::new(),
+                }
+            }
+            Some(v)
+        }
+        "PD041" => repeated(f, group, files),
+        "PD042" => server(0).and_then(|s| config_equals(s, files)),
+        _ => None,
+    };
+    match result {
+        Some(e) if shared_ok(&e) => e,
+        _ => Vec::new(),
+    }
+}
+
+/// True when the edited word also feeds another server (a shared variable or config file).
+fn shared_word(group: &Group, e: &Edit) -> bool {
+    let users = group
+        .servers
+        .iter()
+        .filter(|s| s.words.iter().any(|w| w.file == e.file && w.start < e.end.max(e.start + 1) && e.start < w.end))
+        .count();
+    users > 1
+}
+
+/// The page size both sides keep: the larger effective value, checked by simulation.
+fn page_size(group: &Group, p: &ServerEntry, d: &ServerEntry, files: &[SourceFile]) -> Option<Vec<Edit>> {
+    let pv = p.view.page_size(&group.model).value;
+    let dv = d.view.page_size(&group.model).value;
+    let target = pv.max(dv);
+    let keeps = |s: &ServerEntry| {
+        let mut tokens = s.view.tokens.clone();
+        tokens.extend(["--page-size".to_owned(), target.to_string()]);
+        let v = ServerView::new(
+            String::new(),
+            String::new(),
+            tokens,
+            vec![],
+            s.view.env.clone(),
+            s.view.gpu,
+            s.view.release,
+        );
+        v.page_size(&group.model).value == target
+    };
+    if !keeps(p) || !keeps(d) {
+        return None;
+    }
+    let mut out = Vec::new();
+    for (s, v) in [(p, pv), (d, dv)] {
+        if v != target {
+            out.extend(set_value(s, "page_size", &target.to_string(), files)?);
+        }
+    }
+    Some(out)
+}
+
+/// Makes `d`'s `dest` what `p` has (its value, its default, or its absence).
+fn match_value(p: &ServerEntry, d: &ServerEntry, dest: &str, files: &[SourceFile]) -> Option<Vec<Edit>> {
+    let spec = d.view.spec();
+    let flag = spec.by_dest(dest)?;
+    if flag.arity() == crate::spec::Arity::Zero {
+        return match (p.view.switch(dest), d.view.switch(dest)) {
+            (true, false) => insert_tokens(d, &[flag.flags[0].clone()], files),
+            (false, true) => remove_all(d, dest, files),
+            _ => None,
+        };
+    }
+    match p.view.value(dest) {
+        Some(v) => set_value(d, dest, &v, files),
+        None => remove_all(d, dest, files),
+    }
+}
+
+/// Sets `dest` on a server: replaces the value of its last occurrence, or appends the option.
+fn set_value(s: &ServerEntry, dest: &str, value: &str, files: &[SourceFile]) -> Option<Vec<Edit>> {
+    if !is_plain(value) {
+        return None;
+    }
+    match s.view.parsed.last_use(dest) {
+        Some(u) => {
+            let w = s.words.get(u.index)?;
+            if w.is_symbolic() {
+                return None;
+            }
+            if let Some((name, _)) = w.text.split_once('=').filter(|_| w.text.starts_with("--")) {
+                return Some(vec![replace(w, &format!("{name}={value}"), files)?]);
+            }
+            let v = s.words.get(u.index + 1)?;
+            if v.is_symbolic() {
+                return None;
+            }
+            Some(vec![replace(v, value, files)?])
+        }
+        None => {
+            let name = s.view.spec().by_dest(dest)?.flags[0].clone();
+            insert_tokens(s, &[name, value.to_owned()], files)
+        }
+    }
+}
+
+/// Appends tokens after a server's last argument, in that word's syntax.
+fn insert_tokens(s: &ServerEntry, tokens: &[String], files: &[SourceFile]) -> Option<Vec<Edit>> {
+    if !tokens.iter().all(|t| is_plain(t)) {
+        return None;
+    }
+    // The last word written on the command line itself (config-file words come first).
+    let last =
+        s.words.iter().rev().find(|w| !matches!(w.embed, Embed::ConfigKey | Embed::ConfigValue)).or(s.words.last())?;
+    insert_after(last, tokens, files).map(|e| vec![e])
+}
+
+fn insert_after(w: &Word, tokens: &[String], files: &[SourceFile]) -> Option<Edit> {
+    let f = &files[w.file];
+    let (start, text) = match &w.embed {
+        Embed::Shell { .. } => (w.end, format!(" {}", tokens.join(" "))),
+        Embed::YamlItem { flow: true, .. } => {
+            (w.end, tokens.iter().map(|t| format!(", {}", yaml_item(t, None))).collect::<String>())
+        }
+        Embed::YamlItem { flow: false, indent } => {
+            let at = f.line_end(w.end);
+            let nl = if at == f.text.len() && !f.text.ends_with('\n') { "\n" } else { "" };
+            let quote = f.text.as_bytes().get(w.start).copied().filter(|b| *b == b'"' || *b == b'\'');
+            let lines: String =
+                tokens.iter().map(|t| format!("{}- {}\n", " ".repeat(*indent), yaml_item(t, quote))).collect();
+            (at, format!("{nl}{lines}"))
+        }
+        Embed::ConfigKey | Embed::ConfigValue => {
+            let at = f.line_end(w.end);
+            let key = tokens.first()?.trim_start_matches("--");
+            let value = tokens.get(1).map_or("true".to_owned(), |v| yaml_item(v, None));
+            let nl = if at == f.text.len() && !f.text.ends_with('\n') { "\n" } else { "" };
+            (at, format!("{nl}{key}: {value}\n"))
+        }
+    };
+    Some(Edit { file: w.file, start, end: start, text, why: String::new() })
+}
+
+/// A YAML scalar for `t`: quoted when YAML would read it as something other than a string
+/// (Kubernetes wants strings), in the item's own quote style when it has one.
+fn yaml_item(t: &str, quote: Option<u8>) -> String {
+    let needs = t.parse::<f64>().is_ok()
+        || matches!(
+            t.to_ascii_lowercase().as_str(),
+            "true" | "false" | "yes" | "no" | "on" | "off" | "null" | "~" | "y" | "n"
+        );
+    match quote {
+        Some(b'\'') => format!("'{t}'"),
+        Some(_) => format!("\"{t}\""),
+        None if needs => format!("\"{t}\""),
+        None => t.to_owned(),
+    }
+}
+
+fn replace(w: &Word, value: &str, files: &[SourceFile]) -> Option<Edit> {
+    let f = &files[w.file];
+    let raw = f.text.get(w.start..w.end)?;
+    let text = match &w.embed {
+        Embed::Shell { .. } => value.to_owned(),
+        Embed::YamlItem { .. } | Embed::ConfigValue | Embed::ConfigKey => {
+            let q = raw.as_bytes().first().copied().filter(|b| *b == b'"' || *b == b'\'');
+            match (&w.embed, q) {
+                (Embed::ConfigValue, None) => value.to_owned(),
+                (_, q) => yaml_item(value, q),
+            }
+        }
+    };
+    Some(Edit { file: w.file, start: w.start, end: w.end, text, why: String::new() })
+}
+
+/// Removes every occurrence of `dest` on a server.
+fn remove_all(s: &ServerEntry, dest: &str, files: &[SourceFile]) -> Option<Vec<Edit>> {
+    let uses: Vec<usize> = s.view.parsed.uses.iter().filter(|u| u.dest == dest).map(|u| u.index).collect();
+    let mut out = Vec::new();
+    for i in uses {
+        out.extend(remove_use(s, i, files)?);
+    }
+    Some(out)
+}
+
+/// Removes the option at token `i` and its values.
+fn remove_use(s: &ServerEntry, i: usize, files: &[SourceFile]) -> Option<Vec<Edit>> {
+    let next = s.view.parsed.uses.iter().map(|u| u.index).filter(|&k| k > i).min().unwrap_or(s.words.len());
+    let next = s.view.parsed.problems.iter().map(|p| p.index).filter(|&k| k > i).fold(next, usize::min);
+    let ws = s.words.get(i..next)?;
+    let first = ws.first()?;
+    let last = ws.last()?;
+    if ws.iter().any(|w| w.file != first.file || w.embed != first.embed || w.is_symbolic()) {
+        return None;
+    }
+    let f = &files[first.file];
+    match &first.embed {
+        Embed::Shell { .. } => {
+            let prev = i
+                .checked_sub(1)
+                .and_then(|k| s.words.get(k))
+                .filter(|p| p.file == first.file && p.end <= first.start)?;
+            let gap = f.text.get(prev.end..first.start)?;
+            if !gap.bytes().all(|b| b.is_ascii_whitespace() || b == b'\\') {
+                return None;
+            }
+            Some(vec![Edit {
+                file: first.file,
+                start: prev.end,
+                end: last.end,
+                text: String::new(),
+                why: String::new(),
+            }])
+        }
+        Embed::YamlItem { flow: false, .. } => {
+            let mut out = Vec::new();
+            for w in ws {
+                let ls = f.line_start(w.start);
+                let lead = f.text.get(ls..w.start)?;
+                if lead.trim() != "-" || f.line_start(w.end.saturating_sub(1).max(w.start)) != ls {
+                    return None;
+                }
+                out.push(Edit {
+                    file: w.file,
+                    start: ls,
+                    end: f.line_end(w.end),
+                    text: String::new(),
+                    why: String::new(),
+                });
+            }
+            Some(out)
+        }
+        Embed::YamlItem { flow: true, .. } => {
+            let prev = i
+                .checked_sub(1)
+                .and_then(|k| s.words.get(k))
+                .filter(|p| p.file == first.file && p.end <= first.start)?;
+            let gap = f.text.get(prev.end..first.start)?;
+            if gap.trim() != "," {
+                return None;
+            }
+            Some(vec![Edit {
+                file: first.file,
+                start: prev.end,
+                end: last.end,
+                text: String::new(),
+                why: String::new(),
+            }])
+        }
+        Embed::ConfigKey | Embed::ConfigValue => {
+            let ls = f.line_start(first.start);
+            Some(vec![Edit {
+                file: first.file,
+                start: ls,
+                end: f.line_end(last.end.max(first.start)),
+                text: String::new(),
+                why: String::new(),
+            }])
+        }
+    }
+}
+
+/// PD041: drops every occurrence but the last.
+fn repeated(f: &LintFinding, group: &Group, files: &[SourceFile]) -> Option<Vec<Edit>> {
+    let label = &f.finding.locations.first()?.process;
+    let s = group.server(label)?;
+    let flag = f.finding.locations.first()?.flag.as_deref()?;
+    let dest = s.view.spec().resolve(flag.split('=').next().unwrap_or(flag)).ok()?.dest.clone();
+    let uses: Vec<&crate::spec::ArgUse> = s.view.parsed.uses.iter().filter(|u| u.dest == dest).collect();
+    let removable = |i: usize| remove_use(s, i, files).filter(|e| e.iter().all(|x| !shared_word(group, x)));
+    // With equal values any one occurrence may stay: keep one that cannot be removed (a shared
+    // variable), else the last. Otherwise only the last counts, so the earlier ones go.
+    let equal = uses.windows(2).all(|w| w[0].value == w[1].value);
+    let keep = if equal {
+        uses.iter().position(|u| removable(u.index).is_none()).unwrap_or(uses.len() - 1)
+    } else {
+        uses.len() - 1
+    };
+    let mut out = Vec::new();
+    for (k, u) in uses.iter().enumerate() {
+        if k != keep {
+            out.extend(removable(u.index)?);
+        }
+    }
+    Some(out)
+}
+
+/// PD017: the router entry gives (or falls back to) a port the prefill does not bind.
+fn bootstrap(f: &LintFinding, group: &Group, files: &[SourceFile]) -> Option<Vec<Edit>> {
+    let r = group.router.as_ref()?;
+    let entry_origin = &f.finding.locations.first()?.origin;
+    let k = r.view.prefills.iter().position(|e| &e.origin == entry_origin)?;
+    let p = f
+        .finding
+        .locations
+        .iter()
+        .filter_map(|l| group.server(&l.process))
+        .find(|s| s.view.role == Some(Role::Prefill))?;
+    let bound = p.view.bootstrap_port()?.to_string();
+    let flag_at = r.prefill_tokens[k];
+    let url = r.words.get(flag_at + 1)?;
+    match (r.view.prefills[k].bootstrap_port, r.words.get(flag_at + 2)) {
+        (Some(_), Some(port)) if !port.is_symbolic() => Some(vec![replace(port, &bound, files)?]),
+        (None, _) => Some(vec![insert_after(url, &[bound], files)?]),
+        _ => None,
+    }
+}
+
+/// PD042: `--config=FILE` becomes `--config FILE`.
+fn config_equals(s: &ServerEntry, files: &[SourceFile]) -> Option<Vec<Edit>> {
+    let u = s.view.parsed.uses.iter().find(|u| u.dest == "config")?;
+    let w = s.words.get(u.index)?;
+    let path = w.text.split_once('=')?.1;
+    if !is_plain(path) {
+        return None;
+    }
+    match &w.embed {
+        Embed::Shell { .. } => Some(vec![Edit {
+            file: w.file,
+            start: w.start,
+            end: w.end,
+            text: format!("--config {path}"),
+            why: String::new(),
+        }]),
+        Embed::YamlItem { .. } => {
+            let mut e = replace(w, "--config", files)?;
+            let ins = insert_after(w, &[path.to_owned()], files)?;
+            e.why.clear();
+            Some(vec![e, ins])
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,364 @@
+//! Finding SGLang launches in commands: `python[3] -m sglang.launch_server`, `sglang serve`,
+//! `python -m sglang_router.launch_router` (and the router's `smg launch`), behind any wrapper
+//! (`exec`, `nohup`, `env`, `srun`, `numactl`, `docker run …`, `VAR=x` prefixes), and inside
+//! shell strings (`bash -c "…"`, `ssh host '…'`, here-documents, YAML scalars) read as scripts.
+
+use super::shell::{Lexer, VarValue, Vars};
+use super::source::{SrcMap, Word};
+use crate::deployment::Gpu;
+
+/// Which program a launch starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Program {
+    /// An SGLang server.
+    Server,
+    /// The sglang-router (model gateway).
+    Router,
+}
+
+/// One SGLang server or router start found in a file.
+#[derive(Clone, Debug)]
+pub struct Launch {
+    /// Server or router.
+    pub program: Program,
+    /// Index of the source file.
+    pub file: usize,
+    /// Offset of the program word (`python3`, `sglang`, ...).
+    pub at: usize,
+    /// How it is started, e.g. `python3 -m sglang.launch_server`.
+    pub entry: String,
+    /// The interpreter word, when started with `python -m`.
+    pub python: Option<String>,
+    /// The arguments after the entry.
+    pub args: Vec<Word>,
+    /// Environment known to be set for the process.
+    pub env: Vec<(String, String)>,
+    /// Words around the launch that hint at its role or name (file name, container, object,
+    /// Kubernetes role names), lowercase.
+    pub hints: Vec<String>,
+    /// The GPU model, when the surrounding material says it.
+    pub gpu: Option<Gpu>,
+    /// An SGLang release named by the surrounding material (a container image tag).
+    pub release: Option<crate::release::Release>,
+    /// True when the process runs in its own machine namespace (a Kubernetes pod).
+    pub isolated: bool,
+}
+
+/// What surrounds the commands being scanned.
+#[derive(Clone, Debug, Default)]
+pub struct Surroundings {
+    /// Role and name hints.
+    pub hints: Vec<String>,
+    /// Environment set by the container or scheduler.
+    pub env: Vec<(String, String)>,
+    /// GPU model hint.
+    pub gpu: Option<Gpu>,
+    /// Release hint.
+    pub release: Option<crate::release::Release>,
+    /// Processes run in their own pod.
+    pub isolated: bool,
+}
+
+/// Modules that start an SGLang server. Dynamo's SGLang worker (`dynamo.sglang`) takes SGLang's
+/// server arguments plus options of its own, which the linter does not flag as unknown.
+const SERVER_MODULES: &[&str] = &["sglang.launch_server", DYNAMO_WORKER];
+/// Dynamo's SGLang worker module.
+pub const DYNAMO_WORKER: &str = "dynamo.sglang";
+const ROUTER_MODULES: &[&str] = &["sglang_router.launch_router"];
+
+fn basename(w: &str) -> &str {
+    w.rsplit('/').next().unwrap_or(w)
+}
+
+/// True for `python`, `python3`, `python3.12`, `/usr/bin/python3`...
+pub fn is_python(w: &str) -> bool {
+    let b = basename(w);
+    let rest = b.strip_prefix("python").or_else(|| b.strip_prefix("pypy"));
+    rest.is_some_and(|r| r.bytes().all(|c| c.is_ascii_digit() || c == b'.'))
+}
+
+/// The launch a command's words start, if any: (program, index of the program word, index of
+/// the first argument, entry text).
+pub fn find_launch(words: &[Word]) -> Option<(Program, usize, usize, String)> {
+    for (i, w) in words.iter().enumerate() {
+        let t = w.text.as_str();
+        if is_python(t) {
+            let mut j = i + 1;
+            while let Some(x) = words.get(j) {
+                match x.text.as_str() {
+                    "-m" => break,
+                    "-X" | "-W" | "-Q" => j += 2,
+                    s if s.starts_with('-') && s.len() > 1 => j += 1,
+                    _ => break,
+                }
+            }
+            if words.get(j).is_some_and(|x| x.text == "-m") {
+                if let Some(m) = words.get(j + 1) {
+                    let program = if SERVER_MODULES.contains(&m.text.as_str()) {
+                        Some(Program::Server)
+                    } else if ROUTER_MODULES.contains(&m.text.as_str()) {
+                        Some(Program::Router)
+                    } else {
+                        None
+                    };
+                    if let Some(p) = program {
+                        return Some((p, i, j + 2, format!("{} -m {}", basename(t), m.text)));
+                    }
+                }
+            }
+        }
+        let next = words.get(i + 1).map(|w| w.text.as_str());
+        match (basename(t), next) {
+            ("sglang", Some("serve")) => return Some((Program::Server, i, i + 2, "sglang serve".into())),
+            ("smg" | "amg" | "sglang-router", Some("launch")) => {
+                return Some((Program::Router, i, i + 2, format!("{} launch", basename(t))))
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Words that open a compound command or negate one, skipped before the command name.
+const KEYWORDS: &[&str] = &["then", "do", "else", "elif", "if", "while", "until", "!", "{", "}", "time"];
+/// Words that end a compound command.
+const ENDERS: &[&str] = &["fi", "done", "esac", "}", "in"];
+
+/// True for a word that can belong to a launch (or hold one): commands without such a word are
+/// skipped without copying them.
+fn might_launch(w: &str) -> bool {
+    w.contains("sglang") || matches!(basename(w), "smg" | "amg")
+}
+
+/// Scans shell text for launches. `map` places the text in file `file`; `vars` carries the
+/// script's variables (and is updated by its assignments).
+#[allow(clippy::too_many_arguments)]
+pub fn scan_shell(
+    text: &str,
+    map: &SrcMap,
+    file: usize,
+    nested: bool,
+    vars: &mut Vars,
+    around: &Surroundings,
+    out: &mut Vec<Launch>,
+    depth: usize,
+) {
+    if depth > 6 {
+        return;
+    }
+    let mut lx = Lexer::new(text, map, file, nested);
+    while let Some(cmd) = lx.next_command(vars) {
+        let mut words: Vec<_> = cmd.words;
+        while words.first().is_some_and(|w| KEYWORDS.contains(&w.word.text.as_str()) && w.eq.is_none()) {
+            words.remove(0);
+        }
+        if words.first().is_some_and(|w| ENDERS.contains(&w.word.text.as_str())) {
+            words.clear();
+        }
+        // `for x in ...` and `case x in` read no commands of ours.
+        if words.first().is_some_and(|w| w.word.text == "for" || w.word.text == "case") {
+            words.clear();
+        }
+        let n_assign = words.iter().take_while(|w| w.eq.is_some()).count();
+        let assign = |vars: &mut Vars, w: &super::shell::LexWord, export: bool| {
+            let eq = w.eq.expect("assignment");
+            let name = &w.word.text[..eq];
+            let value = if w.word.is_symbolic() { None } else { Some(w.word.text[eq + 1..].to_owned()) };
+            let map = w.table.get(eq + 1..).map(<[usize]>::to_vec).unwrap_or_default();
+            vars.set(name, VarValue { text: value, map });
+            if export {
+                vars.export(name);
+            }
+        };
+        if n_assign > 0 && n_assign == words.len() {
+            for w in &words {
+                assign(vars, w, false);
+            }
+        } else if let Some(first) = words.get(n_assign) {
+            let name = first.word.text.as_str();
+            if matches!(name, "export" | "declare" | "typeset" | "local" | "readonly") {
+                let export =
+                    name == "export" || words.iter().any(|w| w.word.text.starts_with('-') && w.word.text.contains('x'));
+                for w in &words[n_assign + 1..] {
+                    if w.eq.is_some() {
+                        assign(vars, w, export);
+                    } else if export && !w.word.text.starts_with('-') {
+                        vars.export(&w.word.text);
+                    }
+                }
+            } else if words.iter().any(|w| might_launch(&w.word.text)) {
+                let plain: Vec<Word> = words.iter().map(|w| w.word.clone()).collect();
+                let mut env: Vec<(String, String)> = around.env.clone();
+                env.extend(vars.env());
+                for w in &words[..n_assign] {
+                    let eq = w.eq.expect("assignment");
+                    if !w.word.is_symbolic() {
+                        env.push((w.word.text[..eq].to_owned(), w.word.text[eq + 1..].to_owned()));
+                    }
+                }
+                scan_words(&plain, &env, vars, around, out, depth);
+            }
+        }
+        for (s, e) in cmd.heredocs {
+            let Some(body) = text.get(s..e) else { continue };
+            let body_map = match map {
+                SrcMap::Offset(o) => SrcMap::Offset(o + s),
+                SrcMap::Table(t) => SrcMap::Table(t.get(s..e).map(<[usize]>::to_vec).unwrap_or_default()),
+            };
+            if body.contains("sglang") {
+                let mut inner = vars.clone();
+                scan_shell(body, &body_map, file, nested, &mut inner, around, out, depth + 1);
+            }
+        }
+    }
+}
+
+/// Looks for a launch among one command's words (already split), or for shell strings inside
+/// them that hold one.
+pub fn scan_words(
+    words: &[Word],
+    env: &[(String, String)],
+    vars: &Vars,
+    around: &Surroundings,
+    out: &mut Vec<Launch>,
+    depth: usize,
+) {
+    if let Some((program, i, start, entry)) = find_launch(words) {
+        // `VAR=x` words between a wrapper (`env`, `srun --export=...`) and the program.
+        let mut env = env.to_vec();
+        for w in &words[..i] {
+            if let Some((k, v)) = w.text.split_once('=') {
+                let valid = k.bytes().next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+                    && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+                if valid && !w.is_symbolic() && !env.iter().any(|(x, y)| x == k && y == v) {
+                    env.push((k.to_owned(), v.to_owned()));
+                }
+            }
+        }
+        let python = is_python(&words[i].text).then(|| words[i].text.clone());
+        out.push(Launch {
+            program,
+            file: words[i].file,
+            at: words[i].start,
+            entry,
+            python,
+            args: words[start..].to_vec(),
+            env,
+            hints: around.hints.clone(),
+            gpu: around.gpu,
+            release: around.release,
+            isolated: around.isolated,
+        });
+        return;
+    }
+    for w in words {
+        if let Some(map) = &w.map {
+            if w.text.contains("sglang") && w.text.bytes().any(|b| b.is_ascii_whitespace()) {
+                let mut inner = vars.clone();
+                let mut around = around.clone();
+                around.env.extend(env.iter().cloned());
+                scan_shell(&w.text, map, w.file, true, &mut inner, &around, out, depth + 1);
+            }
+        }
+    }
+}
+
+/// The GPU model named in free text (`NVIDIA-H200`, `gpu:b200:8`, `nvidia-h100-80gb`).
+pub fn gpu_in_text(text: &str) -> Option<Gpu> {
+    let t = text.to_ascii_lowercase();
+    const NAMES: &[(&str, Gpu)] = &[
+        ("gb300", Gpu::Gb300),
+        ("gb200", Gpu::Gb200),
+        ("b300", Gpu::B300),
+        ("b200", Gpu::B200),
+        ("h200", Gpu::H200),
+        ("h100", Gpu::H100),
+        ("h800", Gpu::H800),
+        ("h20", Gpu::H20),
+        ("a100", Gpu::A100),
+        ("l40s", Gpu::L40s),
+        ("mi355x", Gpu::Mi355x),
+        ("mi325x", Gpu::Mi325x),
+        ("mi300x", Gpu::Mi300x),
+    ];
+    t.split(|c: char| !c.is_ascii_alphanumeric()).find_map(|tok| NAMES.iter().find(|(n, _)| *n == tok).map(|(_, g)| *g))
+}
+
+/// The SGLang release named by a container image (`lmsysorg/sglang:v0.5.6.post2-cu126`).
+pub fn release_in_image(image: &str) -> Option<crate::release::Release> {
+    let (repo, tag) = image.rsplit_once(':')?;
+    if !repo.contains("sglang") {
+        return None;
+    }
+    let tag = tag.trim_start_matches('v');
+    let version: String =
+        tag.chars().take_while(|c| c.is_ascii_digit() || *c == '.' || c.is_ascii_alphanumeric()).collect();
+    let version = version.split('-').next().unwrap_or("");
+    version.parse().ok().or_else(|| {
+        // `0.5.6` names `0.5.6.post2`; drop a trailing `.postN` mismatch.
+        let base: Vec<&str> = version.split('.').take(3).collect();
+        base.join(".").parse().ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn launches(text: &str) -> Vec<Launch> {
+        let mut out = Vec::new();
+        scan_shell(text, &SrcMap::Offset(0), 0, false, &mut Vars::default(), &Surroundings::default(), &mut out, 0);
+        out
+    }
+
+    fn args(l: &Launch) -> Vec<&str> {
+        l.args.iter().map(|w| w.text.as_str()).collect()
+    }
+
+    #[test]
+    fn entry_points_and_wrappers() {
+        let l = launches(
+            "CUDA_VISIBLE_DEVICES=0 nohup python3 -u -m sglang.launch_server --tp 2 > p.log 2>&1 &\n\
+             exec env A=1 sglang serve --port 1\n\
+             srun -N1 --export=ALL /opt/venv/bin/python -m sglang_router.launch_router --pd-disaggregation\n\
+             python3 -m sglang.bench_serving --x 1\n",
+        );
+        assert_eq!(l.len(), 3);
+        assert_eq!((l[0].program, args(&l[0])), (Program::Server, vec!["--tp", "2"]));
+        assert!(l[0].env.contains(&("CUDA_VISIBLE_DEVICES".into(), "0".into())));
+        assert_eq!(l[1].entry, "sglang serve");
+        assert!(l[1].env.contains(&("A".into(), "1".into())));
+        assert_eq!(l[2].program, Program::Router);
+    }
+
+    #[test]
+    fn bash_c_and_heredocs_are_read_with_positions() {
+        let text = "ssh node1 \"bash -c 'python3 -m sglang.launch_server --page-size 64'\"\ncat <<EOF | bash\npython -m sglang.launch_server --page-size 16\nEOF\n";
+        let l = launches(text);
+        assert_eq!(l.len(), 2, "{l:?}");
+        let w = &l[0].args[1];
+        assert_eq!(&text[w.start..w.end], "64");
+        let w = &l[1].args[1];
+        assert_eq!(&text[w.start..w.end], "16");
+    }
+
+    #[test]
+    fn exported_variables_become_env() {
+        let l =
+            launches("export SGLANG_DISAGG_STAGING_BUFFER=1\nPS=32\npython -m sglang.launch_server --page-size $PS");
+        assert_eq!(l[0].env, vec![("SGLANG_DISAGG_STAGING_BUFFER".to_owned(), "1".to_owned())]);
+        assert_eq!(args(&l[0]), ["--page-size", "32"]);
+    }
+
+    #[test]
+    fn gpus_and_images() {
+        assert_eq!(gpu_in_text("NVIDIA-H200"), Some(Gpu::H200));
+        assert_eq!(gpu_in_text("gpu:h20:8"), Some(Gpu::H20));
+        assert_eq!(gpu_in_text("nvidia-gb200"), Some(Gpu::Gb200));
+        assert_eq!(gpu_in_text("B200"), Some(Gpu::B200));
+        assert_eq!(gpu_in_text("nothing"), None);
+        assert_eq!(release_in_image("lmsysorg/sglang:v0.5.6.post2-cu126"), Some(crate::release::Release::V0_5_6));
+        assert_eq!(release_in_image("lmsysorg/sglang:latest"), None);
+    }
+}

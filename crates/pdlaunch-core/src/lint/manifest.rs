@@ -1,0 +1,317 @@
+//! Launches inside YAML manifests: the `command`/`args` of containers anywhere in a document
+//! (Deployments, StatefulSets, Jobs, LeaderWorkerSets, RBG roles, OME runtimes' `runner`s, Dynamo
+//! services' `mainContainer`s), and docker-compose services' `entrypoint`/`command`. A container
+//! is any mapping with `command` or `args`; its role hints come from the names around it.
+
+use super::launch::{gpu_in_text, release_in_image, scan_shell, scan_words, Launch, Surroundings};
+use super::shell::{Lexer, Vars};
+use super::source::{Embed, SrcMap, Word};
+use super::yaml::{Map, Node, Scalar};
+
+/// How `$` in list items is read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dialect {
+    /// Kubernetes: `$(VAR)` from the container's `env`, `$$` is `$`.
+    Kubernetes,
+    /// Compose: `${VAR}`, `${VAR:-default}`, `$VAR` from the environment, `$$` is `$`.
+    Compose,
+}
+
+/// Finds every launch in the documents of one YAML file.
+pub fn scan_documents(docs: &[Node], file: usize, base: &Surroundings, out: &mut Vec<Launch>) {
+    for doc in docs {
+        let dialect = if doc.get("services").is_some() && doc.get("apiVersion").is_none() {
+            Dialect::Compose
+        } else {
+            Dialect::Kubernetes
+        };
+        let mut around = base.clone();
+        around.isolated = dialect == Dialect::Kubernetes;
+        if let Some(name) = doc.get("metadata").and_then(|m| m.get("name")).and_then(Node::str) {
+            around.hints.push(name.to_ascii_lowercase());
+        }
+        walk(doc, file, dialect, &mut around, out, 0);
+    }
+}
+
+/// Keys whose values name a role.
+const ROLE_KEYS: &[&str] = &["name", "subComponentType", "componentType", "role", "component"];
+
+fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, out: &mut Vec<Launch>, depth: usize) {
+    if depth > 48 {
+        return;
+    }
+    match node {
+        Node::Map(m) => {
+            let saved = (around.hints.len(), around.gpu, around.release);
+            for key in ROLE_KEYS {
+                if let Some(v) = node.get(key).and_then(Node::str) {
+                    push_hint(&mut around.hints, v);
+                }
+            }
+            if let Some(g) = gpu_here(m) {
+                around.gpu = Some(g);
+            }
+            let is_container = m.entries.iter().any(|(k, v)| {
+                matches!(k.text.as_str(), "command" | "args" | "entrypoint") && !matches!(v, Node::Map(_))
+            });
+            if is_container {
+                container(m, node, file, dialect, around, out);
+            }
+            for (k, v) in &m.entries {
+                if is_container && matches!(k.text.as_str(), "command" | "args" | "entrypoint" | "env" | "environment")
+                {
+                    continue;
+                }
+                let before = around.hints.len();
+                match k.text.as_str() {
+                    "engineConfig" | "engine" => around.hints.push("prefill".to_owned()),
+                    "decoderConfig" | "decoder" => around.hints.push("decode".to_owned()),
+                    "routerConfig" => around.hints.push("router".to_owned()),
+                    other => push_hint(&mut around.hints, other),
+                }
+                walk(v, file, dialect, around, out, depth + 1);
+                around.hints.truncate(before);
+            }
+            around.hints.truncate(saved.0);
+            around.gpu = saved.1;
+            around.release = saved.2;
+        }
+        Node::Seq(s) => {
+            for item in &s.items {
+                walk(item, file, dialect, around, out, depth + 1);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Keeps a name as a role hint when it names a role (lowercase).
+fn push_hint(hints: &mut Vec<String>, name: &str) {
+    let has = |w: &str| name.as_bytes().windows(w.len()).any(|x| x.eq_ignore_ascii_case(w.as_bytes()));
+    if has("prefill") || has("decode") || has("router") {
+        hints.push(name.to_ascii_lowercase());
+    }
+}
+
+/// The GPU model named by a node selector, affinity or label on this mapping.
+fn gpu_here(m: &Map) -> Option<crate::deployment::Gpu> {
+    fn deep(n: &Node, depth: usize) -> Option<crate::deployment::Gpu> {
+        if depth > 8 {
+            return None;
+        }
+        match n {
+            Node::Scalar(s) => gpu_in_text(&s.text),
+            Node::Seq(s) => s.items.iter().find_map(|i| deep(i, depth + 1)),
+            Node::Map(m) => m.entries.iter().find_map(|(_, v)| deep(v, depth + 1)),
+            Node::Null(_) => None,
+        }
+    }
+    m.entries.iter().find_map(|(k, v)| {
+        let key = k.text.as_str();
+        let named =
+            ["nodeSelector", "affinity", "acceleratorClass", "accelerator"].iter().any(|n| key.eq_ignore_ascii_case(n));
+        if named || key.contains("gpu.product") || key.contains("ccelerator") {
+            deep(v, 0)
+        } else {
+            None
+        }
+    })
+}
+
+fn container(m: &Map, node: &Node, file: usize, dialect: Dialect, around: &Surroundings, out: &mut Vec<Launch>) {
+    let mut around = around.clone();
+    if let Some(image) = node.get("image").and_then(Node::str) {
+        if let Some(r) = release_in_image(image) {
+            around.release = Some(r);
+        }
+    }
+    let mut env: Vec<(String, String)> = around.env.clone();
+    match node.get("env").or_else(|| node.get("environment")) {
+        Some(Node::Seq(s)) => {
+            for item in &s.items {
+                match item {
+                    Node::Map(_) => {
+                        if let (Some(n), Some(v)) =
+                            (item.get("name").and_then(Node::str), item.get("value").and_then(Node::str))
+                        {
+                            env.push((n.to_owned(), v.to_owned()));
+                        }
+                    }
+                    Node::Scalar(s) => {
+                        if let Some((k, v)) = s.text.split_once('=') {
+                            env.push((k.to_owned(), v.to_owned()));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Some(Node::Map(em)) => {
+            for (k, v) in &em.entries {
+                if let Some(v) = v.str() {
+                    env.push((k.text.clone(), v.to_owned()));
+                }
+            }
+        }
+        _ => {}
+    }
+    around.env = env.clone();
+    let order: &[&str] = match dialect {
+        Dialect::Kubernetes => &["command", "args"],
+        Dialect::Compose => &["entrypoint", "command"],
+    };
+    let mut words: Vec<Word> = Vec::new();
+    for key in order {
+        let Some((_, v)) = m.entries.iter().rev().find(|(k, _)| k.text == *key) else { continue };
+        match v {
+            Node::Seq(s) => {
+                for item in &s.items {
+                    if let Node::Scalar(sc) = item {
+                        let w = item_word(sc, file, Embed::YamlItem { flow: s.flow, indent: s.indent });
+                        words.push(expand_dollars(w, sc, dialect, &env));
+                    }
+                }
+            }
+            Node::Scalar(sc) => {
+                // A string command: split like a shell (compose does the same with shlex).
+                let mut lx = Lexer::new(&sc.text, &sc.map, file, true);
+                let vars = Vars::default();
+                while let Some(cmd) = lx.next_command(&vars) {
+                    words.extend(cmd.words.into_iter().map(|w| w.word));
+                }
+            }
+            _ => {}
+        }
+    }
+    if words.is_empty() {
+        return;
+    }
+    let vars = Vars::default();
+    let before = out.len();
+    scan_words(&words, &env, &vars, &around, out, 0);
+    if out.len() == before {
+        // A script in one item that the word scan did not recognise as `sh -c` (e.g. `args: [|]`).
+        for w in &words {
+            if let (Some(map), true) = (&w.map, w.text.contains("sglang")) {
+                let mut vars = Vars::default();
+                scan_shell(&w.text, map, file, true, &mut vars, &around, out, 1);
+            }
+        }
+    }
+}
+
+fn item_word(sc: &Scalar, file: usize, embed: Embed) -> Word {
+    let keep = sc.text.bytes().any(|b| b.is_ascii_whitespace()) || sc.text.contains('$');
+    Word {
+        text: sc.text.clone(),
+        file,
+        start: sc.start,
+        end: sc.end,
+        unknown: Vec::new(),
+        map: keep.then(|| sc.map.clone()),
+        embed,
+    }
+}
+
+/// Kubernetes `$(VAR)` / compose `${VAR}` in a list item: literal values substituted, others kept
+/// as written and marked unknown.
+fn expand_dollars(mut w: Word, sc: &Scalar, dialect: Dialect, env: &[(String, String)]) -> Word {
+    if !w.text.contains('$') {
+        return w;
+    }
+    let src = sc.text.as_str();
+    let b = src.as_bytes();
+    let mut text = String::new();
+    let mut table: Vec<usize> = Vec::new();
+    let mut i = 0;
+    let lookup = |name: &str| env.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+    while i < b.len() {
+        if b[i] == b'$' && b.get(i + 1) == Some(&b'$') {
+            text.push('$');
+            table.push(sc.map.at(i));
+            i += 2;
+            continue;
+        }
+        let close = match (dialect, b.get(i + 1)) {
+            (Dialect::Kubernetes, Some(b'(')) => Some(b')'),
+            (Dialect::Compose, Some(b'{')) => Some(b'}'),
+            _ => None,
+        };
+        if b[i] == b'$' {
+            if let Some(close) = close {
+                if let Some(k) = src[i + 2..].bytes().position(|c| c == close) {
+                    let inner = &src[i + 2..i + 2 + k];
+                    let (name, default) = match inner.split_once(":-").or_else(|| inner.split_once('-')) {
+                        Some((n, d)) if dialect == Dialect::Compose => (n, Some(d)),
+                        _ => (inner, None),
+                    };
+                    let value = match dialect {
+                        Dialect::Kubernetes => lookup(name),
+                        Dialect::Compose => default.map(str::to_owned),
+                    };
+                    let raw = &src[i..i + 3 + k];
+                    match value {
+                        Some(v) => {
+                            text.push_str(&v);
+                            table.extend(std::iter::repeat_n(sc.map.at(i), v.len()));
+                        }
+                        None => {
+                            text.push_str(raw);
+                            table.extend((i..i + raw.len()).map(|j| sc.map.at(j)));
+                            w.unknown.push(raw.to_owned());
+                        }
+                    }
+                    i += raw.len();
+                    continue;
+                }
+            }
+        }
+        let ch_len = src[i..].chars().next().map_or(1, char::len_utf8);
+        text.push_str(&src[i..i + ch_len]);
+        table.extend((i..i + ch_len).map(|j| sc.map.at(j)));
+        i += ch_len;
+    }
+    if text != w.text || !w.unknown.is_empty() {
+        w.text = text;
+        w.map = Some(SrcMap::Table(table));
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lint::launch::Program;
+
+    fn scan(text: &str) -> Vec<Launch> {
+        let docs = crate::lint::yaml::parse(text).unwrap();
+        let mut out = Vec::new();
+        scan_documents(&docs, 0, &Surroundings::default(), &mut out);
+        out
+    }
+
+    #[test]
+    fn deployment_with_command_and_args_and_env_expansion() {
+        let text = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: llama-decode}\nspec:\n  template:\n    spec:\n      nodeSelector: {nvidia.com/gpu.product: NVIDIA-H200}\n      containers:\n      - name: decode\n        image: lmsysorg/sglang:v0.5.6.post2\n        env:\n        - {name: PS, value: \"64\"}\n        command: [python3, -m, sglang.launch_server]\n        args:\n        - --page-size\n        - $(PS)\n        - --host\n        - $(POD_IP)\n";
+        let l = scan(text);
+        assert_eq!(l.len(), 1);
+        let args: Vec<&str> = l[0].args.iter().map(|w| w.text.as_str()).collect();
+        assert_eq!(args, ["--page-size", "64", "--host", "$(POD_IP)"]);
+        assert!(l[0].args[3].is_symbolic());
+        assert!(l[0].hints.iter().any(|h| h == "decode"));
+        assert_eq!(l[0].gpu, Some(crate::deployment::Gpu::H200));
+        assert_eq!(l[0].release, Some(crate::release::Release::V0_5_6));
+    }
+
+    #[test]
+    fn bash_c_block_scalar_and_compose_strings() {
+        let text = "services:\n  prefill:\n    image: x\n    command: >\n      python3 -m sglang.launch_server\n      --page-size ${PS:-16}\n  router:\n    entrypoint: [\"/bin/sh\", \"-c\"]\n    command:\n      - |\n        python -m sglang_router.launch_router --pd-disaggregation \\\n          --prefill http://prefill:30000 8998\n";
+        let l = scan(text);
+        assert_eq!(l.len(), 2, "{l:?}");
+        assert_eq!(l[0].args[1].text, "16");
+        assert_eq!(l[1].program, Program::Router);
+        let w = &l[1].args[2];
+        assert_eq!(&text[w.start..w.end], "http://prefill:30000");
+    }
+}

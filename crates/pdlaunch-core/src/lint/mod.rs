@@ -1,0 +1,1037 @@
+//! The linter: finds SGLang launches in what users already have (shell scripts, pasted command
+//! lines, Kubernetes and compose manifests, SLURM jobs, SGLang `--config` files), reads them
+//! through the same argparse simulation and flag table as `check`, groups them into deployments
+//! (router links, same model), and runs the same rule registry on what SGLang will actually use,
+//! pointing every finding at `file:line` of both sides.
+//!
+//! Pure like the rest of the core: the caller hands in texts ([`Input`]); [`lint`] returns what
+//! it found; [`fix::fix_all`] returns corrected texts and [`reconstruct::deployment`] the
+//! deployment a group amounts to. The CLI prints and writes; the web app can run it on pasted text.
+
+pub mod config;
+pub mod fix;
+pub mod launch;
+pub mod manifest;
+pub mod reconstruct;
+pub mod shell;
+pub mod source;
+pub mod yaml;
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use crate::deployment::{Gpu, Role};
+use crate::effective::{ModelFacts, ServerView};
+use crate::plan::Origin;
+use crate::release::{Release, RouterRelease};
+use crate::rules::{self, Context, Finding, RouterEntry, RouterView, Severity};
+use crate::spec::{parse_argv, ArgValue};
+use config::ConfigProblem;
+use launch::{Launch, Program, Surroundings};
+use shell::Vars;
+use source::{SourceFile, SrcMap, Word};
+
+/// One text to lint.
+#[derive(Clone, Debug)]
+pub struct Input {
+    /// The name findings use (a path, or `<stdin>`).
+    pub name: String,
+    /// The text.
+    pub text: String,
+    /// True for an SGLang `--config` file a command refers to: read only through that command.
+    pub config_only: bool,
+}
+
+impl Input {
+    /// A file to lint.
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> Input {
+        Input { name: name.into(), text: text.into(), config_only: false }
+    }
+    /// An SGLang `--config` file, named as the command writes its path.
+    pub fn config(name: impl Into<String>, text: impl Into<String>) -> Input {
+        Input { name: name.into(), text: text.into(), config_only: true }
+    }
+}
+
+/// What the linted material does not say.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Target SGLang release (default: a release named by a container image, else the newest).
+    pub release: Option<Release>,
+    /// Target router release (default: the newest).
+    pub router_release: Option<RouterRelease>,
+    /// GPU model of every server (overridden per side below).
+    pub gpu: Option<Gpu>,
+    /// GPU model of prefill servers.
+    pub prefill_gpu: Option<Gpu>,
+    /// GPU model of decode servers.
+    pub decode_gpu: Option<Gpu>,
+    /// A built-in model (`model.preset` name) when the model path is not one of them.
+    pub model_preset: Option<String>,
+}
+
+/// A place a finding points at, resolved to a file position.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Place {
+    /// The process (label), or `router`.
+    pub process: String,
+    /// The flag concerned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flag: Option<String>,
+    /// File name.
+    pub file: String,
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column.
+    pub column: u32,
+    /// 1-based line where the span ends.
+    pub end_line: u32,
+    /// 1-based column just past the span.
+    pub end_column: u32,
+    /// True when the flag is absent: the place is the command that lacks it.
+    pub missing: bool,
+}
+
+/// A finding with its places in the files.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LintFinding {
+    /// The finding, as every other output shows it.
+    #[serde(flatten)]
+    pub finding: Finding,
+    /// Index of the group (deployment) it belongs to.
+    pub group: usize,
+    /// The places, in the order of the finding's locations.
+    pub places: Vec<Place>,
+}
+
+/// A file that could not be read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ReadProblem {
+    /// File name.
+    pub file: String,
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column.
+    pub column: u32,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// A server of a group, with the words its tokens came from.
+#[derive(Clone, Debug)]
+pub struct ServerEntry {
+    /// Index into [`Linted::launches`].
+    pub launch: usize,
+    /// What SGLang will see.
+    pub view: ServerView,
+    /// The word of each token of `view.tokens`.
+    pub words: Vec<Word>,
+    /// The role the material suggests when `--disaggregation-mode` does not give one.
+    pub intended: Option<Role>,
+    /// Problems with its `--config` file.
+    pub config_problems: Vec<ConfigProblem>,
+}
+
+/// The router of a group.
+#[derive(Clone, Debug)]
+pub struct RouterEntryInfo {
+    /// Index into [`Linted::launches`].
+    pub launch: usize,
+    /// What the rules see.
+    pub view: RouterView,
+    /// The word of each token.
+    pub words: Vec<Word>,
+    /// Token index of the `--prefill` of each `view.prefills` entry.
+    pub prefill_tokens: Vec<usize>,
+    /// Token index of the `--decode` of each `view.decodes` entry.
+    pub decode_tokens: Vec<usize>,
+}
+
+/// One deployment found in the material: servers linked by a router or serving the same model.
+#[derive(Clone, Debug)]
+pub struct Group {
+    /// A name for it (from file or object names).
+    pub name: String,
+    /// The SGLang release its commands were read with.
+    pub release: Release,
+    /// The router release.
+    pub router_release: RouterRelease,
+    /// What is known about the model.
+    pub model: ModelFacts,
+    /// Its servers, prefill first.
+    pub servers: Vec<ServerEntry>,
+    /// Its router.
+    pub router: Option<RouterEntryInfo>,
+}
+
+impl Group {
+    /// The rules' view of the group.
+    pub fn context(&self) -> Context<'static> {
+        Context {
+            servers: self.servers.iter().map(|s| s.view.clone()).collect(),
+            router: self.router.as_ref().map(|r| r.view.clone()),
+            model: self.model.clone(),
+            release: self.release,
+            deployment: None,
+        }
+    }
+    /// The server with this label.
+    pub fn server(&self, label: &str) -> Option<&ServerEntry> {
+        self.servers.iter().find(|s| s.view.label == label)
+    }
+}
+
+/// Everything the linter found.
+#[derive(Clone, Debug)]
+pub struct Linted {
+    /// Every input, in order.
+    pub files: Vec<SourceFile>,
+    /// Every launch found.
+    pub launches: Vec<Launch>,
+    /// The deployments.
+    pub groups: Vec<Group>,
+    /// Findings, per group, errors first.
+    pub findings: Vec<LintFinding>,
+    /// Files that could not be read.
+    pub unread: Vec<ReadProblem>,
+}
+
+impl Linted {
+    /// Number of findings of a severity.
+    pub fn count(&self, s: Severity) -> usize {
+        self.findings.iter().filter(|f| f.finding.severity == s).count()
+    }
+    /// True when no finding is an error.
+    pub fn is_clean(&self) -> bool {
+        self.count(Severity::Error) == 0
+    }
+}
+
+/// Which reader a text goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Shell script, SLURM job or pasted command lines.
+    Shell,
+    /// YAML (Kubernetes, compose, anything with `command`/`args`).
+    Yaml,
+}
+
+/// Guesses the reader from the name, then from the first significant line.
+pub fn kind_of(name: &str, text: &str) -> Kind {
+    let lower = name.to_ascii_lowercase();
+    if [".yaml", ".yml", ".json"].iter().any(|e| lower.ends_with(e)) {
+        return Kind::Yaml;
+    }
+    if [".sh", ".bash", ".slurm", ".sbatch", ".zsh", ".job"].iter().any(|e| lower.ends_with(e)) {
+        return Kind::Shell;
+    }
+    let first = text.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with('#')).unwrap_or("");
+    if first == "---" || first.starts_with("- ") || first.starts_with('{') {
+        return Kind::Yaml;
+    }
+    if let Some((k, rest)) = first.split_once(':') {
+        let key = k.trim_matches(|c| c == '"' || c == '\'');
+        if !key.is_empty()
+            && key.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-./".contains(&b))
+            && (rest.is_empty() || rest.starts_with(' '))
+        {
+            return Kind::Yaml;
+        }
+    }
+    Kind::Shell
+}
+
+/// GPU named by `#SBATCH --gres=gpu:h200:8`, `--constraint`, `-C` or `--partition` lines.
+fn sbatch_gpu(text: &str) -> Option<Gpu> {
+    text.lines()
+        .filter_map(|l| l.trim_start().strip_prefix("#SBATCH"))
+        .filter(|l| ["--gres", "--gpus", "--constraint", "-C", "--partition", "-p"].iter().any(|k| l.contains(k)))
+        .find_map(launch::gpu_in_text)
+}
+
+fn stem_hint(name: &str) -> String {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    base.split('.').next().unwrap_or(base).to_ascii_lowercase()
+}
+
+/// Reads every input and lints what it finds.
+pub fn lint(inputs: &[Input], opts: &Options) -> Linted {
+    let files: Vec<SourceFile> = inputs.iter().map(|i| SourceFile::new(i.name.clone(), i.text.clone())).collect();
+    let config_files: Vec<usize> = inputs.iter().enumerate().filter(|(_, i)| i.config_only).map(|(k, _)| k).collect();
+    let mut launches = Vec::new();
+    let mut unread = Vec::new();
+    for (idx, (input, file)) in inputs.iter().zip(&files).enumerate() {
+        if input.config_only {
+            continue;
+        }
+        read_file(idx, file, &mut launches, &mut unread);
+    }
+    let mut groups = build_groups(&files, &config_files, &launches, opts);
+    let mut findings = Vec::new();
+    for (g, group) in groups.iter_mut().enumerate() {
+        let found = run_rules(group);
+        findings.extend(lint_group(g, group, found, &files, &launches));
+    }
+    Linted { files, launches, groups, findings, unread }
+}
+
+/// The `--config` paths the servers in `inputs` refer to, as written, with the index of the
+/// input that refers to each: the caller reads them and lints again with [`Input::config`].
+pub fn config_paths(inputs: &[Input]) -> Vec<(usize, String)> {
+    let mut launches = Vec::new();
+    let mut unread = Vec::new();
+    for (idx, input) in inputs.iter().enumerate() {
+        if !input.config_only {
+            read_file(idx, &SourceFile::new(input.name.clone(), input.text.clone()), &mut launches, &mut unread);
+        }
+    }
+    let mut out: Vec<(usize, String)> = Vec::new();
+    for l in launches.iter().filter(|l| l.program == Program::Server) {
+        for pair in l.args.windows(2) {
+            if pair[0].text == "--config" && !pair[1].is_symbolic() && !out.iter().any(|(_, p)| *p == pair[1].text) {
+                out.push((l.file, pair[1].text.clone()));
+            }
+        }
+    }
+    out
+}
+
+fn read_file(idx: usize, file: &SourceFile, out: &mut Vec<Launch>, unread: &mut Vec<ReadProblem>) {
+    let around =
+        Surroundings { hints: vec![stem_hint(&file.name)], env: Vec::new(), gpu: None, release: None, isolated: false };
+    match kind_of(&file.name, &file.text) {
+        Kind::Shell => {
+            let around = Surroundings { gpu: sbatch_gpu(&file.text), ..around };
+            let mut vars = Vars::default();
+            launch::scan_shell(&file.text, &SrcMap::Offset(0), idx, false, &mut vars, &around, out, 0);
+        }
+        Kind::Yaml => match yaml::parse(&file.text) {
+            Ok(docs) => manifest::scan_documents(&docs, idx, &around, out),
+            Err(e) => {
+                let (line, column) = file.position(e.offset);
+                unread.push(ReadProblem {
+                    file: file.name.clone(),
+                    line,
+                    column,
+                    message: format!("not readable as YAML: {}", e.message),
+                });
+            }
+        },
+    }
+}
+
+fn role_hint(hints: &[String]) -> Option<Role> {
+    // The nearest hint wins: container names come after object and file names.
+    hints.iter().rev().find_map(|h| {
+        let p = h.contains("prefill");
+        let d = h.contains("decode");
+        match (p, d) {
+            (true, false) => Some(Role::Prefill),
+            (false, true) => Some(Role::Decode),
+            _ => None,
+        }
+    })
+}
+
+fn is_wildcard(h: &str) -> bool {
+    matches!(h, "0.0.0.0" | "::" | "[::]" | "")
+}
+
+/// Server launches read with a release's spec, before grouping.
+struct Pre {
+    launch: usize,
+    words: Vec<Word>,
+    problems: Vec<ConfigProblem>,
+}
+
+fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch], opts: &Options) -> Vec<Group> {
+    // The release: asked for, else named by an image, else the newest.
+    let release = opts.release.or_else(|| launches.iter().find_map(|l| l.release)).unwrap_or(Release::LATEST);
+    let router_release = opts.router_release.unwrap_or(RouterRelease::LATEST);
+    let spec = release.spec();
+    let mut servers: Vec<(Pre, ServerView)> = Vec::new();
+    let mut routers: Vec<RouterEntryInfo> = Vec::new();
+    for (k, l) in launches.iter().enumerate() {
+        match l.program {
+            Program::Server => {
+                let (words, problems) = config::expand(&l.args, files, config_files, spec);
+                let tokens: Vec<String> = words.iter().map(|w| w.text.clone()).collect();
+                let origins = words.iter().map(|w| origin_of(files, w)).collect();
+                let env: BTreeMap<String, String> = l.env.iter().cloned().collect();
+                let view = ServerView::new(String::new(), String::new(), tokens, origins, env, None, release);
+                servers.push((Pre { launch: k, words, problems }, view));
+            }
+            Program::Router => {
+                let mut info = router_info(k, l, files, router_release);
+                // A router in its own pod binds its port on no server's machine.
+                if l.isolated && is_wildcard(&info.view.host) {
+                    info.view.host =
+                        format!("pod of the router ({}:{})", files[l.file].name, files[l.file].position(l.at).0);
+                }
+                routers.push(info);
+            }
+        }
+    }
+    // Link servers to routers by port (and host, when the server names one).
+    // Linked: `Some(role)`, or `Some(None)` when entries of both kinds use the server's port.
+    let link = |r: &RouterEntryInfo, v: &ServerView| -> Option<Option<Role>> {
+        let port = v.port()?;
+        let host = v.explicit("host").filter(|h| !is_wildcard(h));
+        let hit = |e: &RouterEntry| {
+            e.port == port && host.as_deref().is_none_or(|h| h == e.host || loopback(h) && loopback(&e.host))
+        };
+        match (r.view.prefills.iter().any(hit), r.view.decodes.iter().any(hit)) {
+            (true, false) => Some(Some(Role::Prefill)),
+            (false, true) => Some(Some(Role::Decode)),
+            (true, true) => Some(None),
+            (false, false) => None,
+        }
+    };
+    let model_of = |v: &ServerView| v.value("model_path").unwrap_or_default();
+    // Groups as (router index, server indices).
+    let mut groups: Vec<(Option<usize>, Vec<usize>)> =
+        routers.iter().enumerate().map(|(r, _)| (Some(r), Vec::new())).collect();
+    let mut linked_role: Vec<Option<Role>> = vec![None; servers.len()];
+    let mut unlinked = Vec::new();
+    for (s, (_, v)) in servers.iter().enumerate() {
+        match routers.iter().enumerate().find_map(|(r, info)| link(info, v).map(|role| (r, role))) {
+            Some((r, role)) => {
+                groups[r].1.push(s);
+                linked_role[s] = role;
+            }
+            None => unlinked.push(s),
+        }
+    }
+    for s in unlinked {
+        let m = model_of(&servers[s].1);
+        match groups.iter_mut().find(|(_, members)| members.iter().any(|&o| model_of(&servers[o].1) == m)) {
+            Some((_, members)) => members.push(s),
+            None => groups.push((None, vec![s])),
+        }
+    }
+    let preset = opts.model_preset.as_deref().and_then(crate::model::preset);
+    let mut out = Vec::new();
+    let mut routers: Vec<Option<RouterEntryInfo>> = routers.into_iter().map(Some).collect();
+    for (router, members) in groups {
+        let router = router.and_then(|r| routers[r].take());
+        if members.is_empty() && router.is_none() {
+            continue;
+        }
+        // Model facts: a preset asked for, or one whose Hugging Face id is the model path.
+        let model_path = members.first().map(|&s| model_of(&servers[s].1)).unwrap_or_default();
+        let found = preset.or_else(|| find_preset(&model_path));
+        let model = match found {
+            Some(p) => preset_facts(p),
+            None => ModelFacts::default(),
+        };
+        let mut entries: Vec<ServerEntry> = Vec::new();
+        for &s in &members {
+            let (pre, view) = &mut servers[s];
+            let l = &launches[pre.launch];
+            let intended = view.role.or_else(|| role_hint(&l.hints)).or(linked_role[s]);
+            let mut view = std::mem::replace(view, placeholder_view(release));
+            let role_for_gpu = view.role.or(intended);
+            view.gpu = match role_for_gpu {
+                Some(Role::Prefill) => opts.prefill_gpu,
+                Some(Role::Decode) => opts.decode_gpu,
+                None => None,
+            }
+            .or(opts.gpu)
+            .or(l.gpu);
+            entries.push(ServerEntry {
+                launch: pre.launch,
+                view,
+                words: std::mem::take(&mut pre.words),
+                intended,
+                config_problems: std::mem::take(&mut pre.problems),
+            });
+        }
+        // Prefill first, then decode, then servers of no known role; launch order within.
+        let rank = |e: &ServerEntry| match e.view.role.or(e.intended) {
+            Some(Role::Prefill) => 0,
+            Some(Role::Decode) => 1,
+            None => 2,
+        };
+        entries.sort_by_key(|e| (rank(e), e.launch));
+        assign_instances(&mut entries, files, launches);
+        if let Some(r) = &router {
+            for e in &mut entries {
+                let role = e.view.role.or(e.intended);
+                e.view.host = server_host(&e.view, role, &r.view);
+            }
+        } else {
+            for e in &mut entries {
+                e.view.host = e.view.explicit("host").filter(|h| !is_wildcard(h)).unwrap_or_default();
+            }
+        }
+        let name = group_name(&entries, router.as_ref(), launches, files);
+        out.push(Group { name, release, router_release, model, servers: entries, router });
+    }
+    out
+}
+
+/// The model facts of a built-in model, read from its `config.json` once.
+fn preset_facts(p: &'static crate::model::Preset) -> ModelFacts {
+    static CACHE: std::sync::OnceLock<Vec<ModelFacts>> = std::sync::OnceLock::new();
+    let all = CACHE.get_or_init(|| {
+        crate::model::PRESETS
+            .iter()
+            .map(|p| {
+                let m = crate::deployment::Model { preset: Some(p.name.to_owned()), ..bare_model(p.hf_id) };
+                ModelFacts::from_model(&m)
+            })
+            .collect()
+    });
+    crate::model::PRESETS.iter().position(|x| std::ptr::eq(x, p)).map_or_else(ModelFacts::default, |i| all[i].clone())
+}
+
+fn bare_model(path: &str) -> crate::deployment::Model {
+    serde_json::from_value(serde_json::json!({ "path": path })).expect("a model with a path deserializes")
+}
+
+/// The built-in model whose Hugging Face id is `path` (or whose repository name ends it).
+fn find_preset(path: &str) -> Option<&'static crate::model::Preset> {
+    let p = path.trim_end_matches('/').to_ascii_lowercase();
+    if p.is_empty() {
+        return None;
+    }
+    crate::model::PRESETS.iter().find(|pr| {
+        let id = pr.hf_id.to_ascii_lowercase();
+        let repo = id.rsplit('/').next().unwrap_or(&id).to_owned();
+        p == id || p.ends_with(&format!("/{id}")) || p.ends_with(&format!("/{repo}")) || p == repo
+    })
+}
+
+/// An empty view, left behind when a server's view moves into its group.
+fn placeholder_view(release: Release) -> ServerView {
+    ServerView::new(String::new(), String::new(), Vec::new(), Vec::new(), BTreeMap::new(), None, release)
+}
+
+fn loopback(h: &str) -> bool {
+    h.eq_ignore_ascii_case("localhost") || h == "::1" || h.starts_with("127.")
+}
+
+/// The address peers use for a server: its concrete `--host`, else the host of the router entry
+/// that names its port, else unknown.
+fn server_host(v: &ServerView, role: Option<Role>, r: &RouterView) -> String {
+    if let Some(h) = v.explicit("host").filter(|h| !is_wildcard(h)) {
+        return h;
+    }
+    let Some(port) = v.port() else { return String::new() };
+    if v.node != 0 {
+        return String::new();
+    }
+    let hits: Vec<&RouterEntry> = r.prefills.iter().chain(&r.decodes).filter(|e| e.port == port).collect();
+    if let [one] = hits.as_slice() {
+        return one.host.clone();
+    }
+    // Pods of both sides on one port: the entries of the server's own role decide.
+    let own: &[RouterEntry] = match role {
+        Some(Role::Prefill) => &r.prefills,
+        Some(Role::Decode) => &r.decodes,
+        None => &[],
+    };
+    match own.iter().filter(|e| e.port == port).collect::<Vec<_>>().as_slice() {
+        [one] => one.host.clone(),
+        _ => String::new(),
+    }
+}
+
+/// Instance and node numbers, and labels: multi-node servers sharing a `--dist-init-addr` are
+/// one instance, numbered by `--node-rank`.
+fn assign_instances(entries: &mut [ServerEntry], files: &[SourceFile], launches: &[Launch]) {
+    let mut keys: Vec<(Option<Role>, Option<String>)> = Vec::new();
+    let mut counters: HashMap<Option<Role>, usize> = HashMap::new();
+    let mut instance_of: Vec<(usize, usize)> = Vec::new();
+    for e in entries.iter() {
+        let role = e.view.role.or(e.intended);
+        let multi = e.view.int("nnodes").unwrap_or(1) > 1;
+        let key = multi.then(|| e.view.explicit("dist_init_addr")).flatten();
+        let known = key.as_ref().and_then(|k| keys.iter().position(|(r, kk)| *r == role && kk.as_ref() == Some(k)));
+        let inst = match known {
+            Some(pos) => instance_of[pos].0,
+            None => {
+                let c = counters.entry(role).or_insert(0);
+                *c += 1;
+                *c - 1
+            }
+        };
+        let node = if multi { e.view.int("node_rank").and_then(|n| usize::try_from(n).ok()).unwrap_or(0) } else { 0 };
+        keys.push((role, key));
+        instance_of.push((inst, node));
+    }
+    for (e, (inst, node)) in entries.iter_mut().zip(instance_of) {
+        let l = &launches[e.launch];
+        let (line, _) = files[l.file].position(l.at);
+        let base = files[l.file].name.rsplit('/').next().unwrap_or(&files[l.file].name).to_owned();
+        let role = match e.view.role.or(e.intended) {
+            Some(r) => r.as_str(),
+            None => "server",
+        };
+        let multi = e.view.int("nnodes").unwrap_or(1) > 1;
+        let node_part = if multi { format!(" node {node}") } else { String::new() };
+        e.view.instance = inst;
+        e.view.node = node;
+        e.view.label = format!("{role}[{inst}]{node_part} ({base}:{line})");
+    }
+}
+
+fn group_name(
+    entries: &[ServerEntry],
+    router: Option<&RouterEntryInfo>,
+    launches: &[Launch],
+    files: &[SourceFile],
+) -> String {
+    let first = entries.first().map(|e| e.launch).or(router.map(|r| r.launch));
+    let Some(l) = first.map(|k| &launches[k]) else { return "lint".into() };
+    let stem = stem_hint(&files[l.file].name);
+    let clean: String =
+        stem.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '-' }).collect();
+    if clean.is_empty() {
+        "lint".into()
+    } else {
+        clean
+    }
+}
+
+/// The `Origin::Source` of a word.
+pub fn origin_of(files: &[SourceFile], w: &Word) -> Origin {
+    let f = &files[w.file];
+    let (line, column) = f.position(w.start);
+    Origin::Source { file: f.name.clone(), line, column }
+}
+
+fn router_info(k: usize, l: &Launch, files: &[SourceFile], release: RouterRelease) -> RouterEntryInfo {
+    let tokens: Vec<String> = l.args.iter().map(|w| w.text.clone()).collect();
+    let origins: Vec<Origin> = l.args.iter().map(|w| origin_of(files, w)).collect();
+    let parsed = parse_argv(release.spec(), &tokens);
+    let mut prefills = Vec::new();
+    let mut decodes = Vec::new();
+    let mut prefill_tokens = Vec::new();
+    let mut decode_tokens = Vec::new();
+    for u in &parsed.uses {
+        let ArgValue::Many(groups) = &u.value else { continue };
+        let Some(last) = groups.last() else { continue };
+        let mut parts = last.split('\t');
+        let url = parts.next().unwrap_or("");
+        let (host, port) = rules::split_url(url).unwrap_or_default();
+        let origin = origins.get(u.index).cloned().unwrap_or(Origin::Derived);
+        match u.dest.as_str() {
+            "prefill" => {
+                let bootstrap = parts.next().and_then(|p| p.parse::<u16>().ok());
+                prefills.push(RouterEntry { host, port, bootstrap_port: bootstrap, origin });
+                prefill_tokens.push(u.index);
+            }
+            "decode" => {
+                decodes.push(RouterEntry { host, port, bootstrap_port: None, origin });
+                decode_tokens.push(u.index);
+            }
+            _ => {}
+        }
+    }
+    let value = |dest: &str| {
+        parsed.get(dest).map(ArgValue::as_text).or_else(|| {
+            let f = release.spec().by_dest(dest)?;
+            (!f.default.is_null()).then(|| crate::spec::json_to_arg(&f.default))
+        })
+    };
+    let view = RouterView {
+        host: value("host").unwrap_or_else(|| "0.0.0.0".into()),
+        port: value("port").and_then(|p| p.parse().ok()).unwrap_or(30000),
+        prefills,
+        decodes,
+        tokens,
+        parsed,
+        origins,
+        release,
+    };
+    RouterEntryInfo { launch: k, view, words: l.args.clone(), prefill_tokens, decode_tokens }
+}
+
+/// Position key of a word: (file name, line, column).
+type PosKey = (String, u32, u32);
+
+/// Runs the registry on a group, lending it the group's views (no copies).
+fn run_rules(group: &mut Group) -> Vec<Finding> {
+    let servers: Vec<ServerView> =
+        group.servers.iter_mut().map(|s| std::mem::replace(&mut s.view, placeholder_view(group.release))).collect();
+    let router = group.router.as_mut().map(|r| {
+        let release = r.view.release;
+        std::mem::replace(&mut r.view, placeholder_router(release))
+    });
+    let ctx = Context { servers, router, model: group.model.clone(), release: group.release, deployment: None };
+    let findings = rules::run(&ctx);
+    let Context { servers, router, .. } = ctx;
+    for (s, v) in group.servers.iter_mut().zip(servers) {
+        s.view = v;
+    }
+    if let (Some(r), Some(v)) = (group.router.as_mut(), router) {
+        r.view = v;
+    }
+    findings
+}
+
+fn placeholder_router(release: RouterRelease) -> RouterView {
+    RouterView {
+        host: String::new(),
+        port: 0,
+        prefills: Vec::new(),
+        decodes: Vec::new(),
+        tokens: Vec::new(),
+        parsed: Default::default(),
+        origins: Vec::new(),
+        release,
+    }
+}
+
+fn lint_group(
+    g: usize,
+    group: &Group,
+    mut findings: Vec<Finding>,
+    files: &[SourceFile],
+    launches: &[Launch],
+) -> Vec<LintFinding> {
+    let mut extra: Vec<Finding> = Vec::new();
+
+    // Values only known at run time: findings that read them are not trustworthy.
+    let mut symbolic_dests: Vec<(String, String, String)> = Vec::new(); // (label, dest, raw)
+    let mut symbolic_pos: HashMap<PosKey, (String, String)> = HashMap::new(); // pos -> (label, raw)
+    let mut opaque: Vec<(String, Word)> = Vec::new();
+    for s in group.servers.iter().filter(|s| s.words.iter().any(Word::is_symbolic)) {
+        collect_symbolic(&s.view.label, &s.view, &s.words, files, &mut symbolic_dests, &mut symbolic_pos, &mut opaque);
+    }
+    if let Some(r) = &group.router {
+        let spec = r.view.release.spec();
+        for (i, w) in r.words.iter().enumerate() {
+            if w.is_symbolic() {
+                let key = pos_key(files, w);
+                symbolic_pos.insert(key, ("router".into(), w.text.clone()));
+                if let Some(prev) = i.checked_sub(1).and_then(|p| r.words.get(p)) {
+                    symbolic_pos.insert(pos_key(files, prev), ("router".into(), w.text.clone()));
+                    if let Ok(f) = spec.resolve(prev.text.split('=').next().unwrap_or("")) {
+                        symbolic_dests.push(("router".into(), f.dest.clone(), w.text.clone()));
+                    }
+                }
+            }
+        }
+    }
+    let mut suppressed: Vec<(String, String, Vec<&'static str>)> = Vec::new(); // (label, raw, codes)
+    let any_symbolic = !symbolic_pos.is_empty() || !symbolic_dests.is_empty();
+    findings.retain(|f| {
+        if !any_symbolic {
+            return true;
+        }
+        let hit = f.locations.iter().find_map(|loc| {
+            if let Origin::Source { file, line, column } = &loc.origin {
+                if let Some((label, raw)) = symbolic_pos.get(&(file.clone(), *line, *column)) {
+                    return Some((label.clone(), raw.clone()));
+                }
+            }
+            let flag = loc.flag.as_deref()?;
+            let dest = group
+                .server(&loc.process)
+                .and_then(|s| s.view.spec().resolve(flag).ok().map(|x| x.dest.clone()))
+                .or_else(|| (loc.process == "router").then(|| flag.trim_start_matches('-').replace('-', "_")))?;
+            symbolic_dests
+                .iter()
+                .find(|(l, d, _)| *l == loc.process && *d == dest)
+                .map(|(l, _, raw)| (l.clone(), raw.clone()))
+        });
+        match hit {
+            Some((label, raw)) => {
+                match suppressed.iter_mut().find(|(l, r, _)| *l == label && *r == raw) {
+                    Some((_, _, codes)) => {
+                        if !codes.contains(&f.code) {
+                            codes.push(f.code);
+                        }
+                    }
+                    None => suppressed.push((label, raw, vec![f.code])),
+                }
+                false
+            }
+            None => true,
+        }
+    });
+    let unknown_rule = rules::rule("PD044").expect("PD044 is registered");
+    for (label, raw, codes) in &suppressed {
+        let names: Vec<String> =
+            codes.iter().map(|c| format!("{c} ({})", rules::rule(c).map_or("", |r| r.name))).collect();
+        let message = format!(
+            "{label}: `{raw}` is only known when the process starts, so {} could not be checked",
+            names.join(", ")
+        );
+        let fix =
+            format!("write the value of `{raw}` literally (or define it in the same script) so that it can be checked");
+        let mut f = Finding::new(unknown_rule, message, fix);
+        if let Some((w, file)) = find_raw_word(group, label, raw).map(|w| (w.clone(), w.file)) {
+            let _ = file;
+            f = f.at_origin(label.clone(), None, origin_of(files, &w));
+        }
+        extra.push(f);
+    }
+    for (label, w) in &opaque {
+        if suppressed.iter().any(|(l, r, _)| l == label && *r == w.text) {
+            continue;
+        }
+        let message = format!(
+            "{label}: `{}` stands for arguments only known when the process starts; settings it holds are not checked",
+            w.text
+        );
+        let fix = "write the arguments out (or define the variable in the same script) so that they can be checked";
+        extra.push(Finding::new(unknown_rule, message, fix).at_origin(label.clone(), None, origin_of(files, w)));
+    }
+
+    // `--config` files.
+    let config_rule = rules::rule("PD043").expect("PD043 is registered");
+    let mut config_keys: Vec<PosKey> = Vec::new();
+    for s in &group.servers {
+        for p in &s.config_problems {
+            let label = s.view.label.clone();
+            let f = match p {
+                ConfigProblem::NotGiven { path, at } => Finding::new(
+                    unknown_rule,
+                    format!("{label}: the --config file `{path}` was not given to the linter, so its settings are not checked"),
+                    format!("lint it together with its config file: `pdlaunch lint {} {path}`", files[at.file].name),
+                )
+                .at_origin(label, Some("--config"), origin_of(files, at)),
+                ConfigProblem::Multiple { at } => {
+                    let mut f = Finding::new(config_rule, format!("{label}: `--config` is given more than once"), "pass a single `--config FILE`");
+                    f.sglang_error = Some("Multiple config files specified! Only one allowed.");
+                    f.at_origin(label, Some("--config"), origin_of(files, at))
+                }
+                ConfigProblem::NoPath { at } => {
+                    let mut f = Finding::new(config_rule, format!("{label}: `--config` is not followed by a path"), "write the YAML file's path after `--config`");
+                    f.sglang_error = Some("No config file specified after --config flag!");
+                    f.at_origin(label, Some("--config"), origin_of(files, at))
+                }
+                ConfigProblem::NotYaml { path, at } => {
+                    let mut f = Finding::new(
+                        config_rule,
+                        format!("{label}: the --config file `{path}` is not a `.yaml`/`.yml` file, which SGLang refuses"),
+                        "rename the file to `.yaml` (YAML also reads JSON)",
+                    );
+                    f.sglang_error = Some("Config file must be YAML format, got: {suffix}");
+                    f.at_origin(label, Some("--config"), origin_of(files, at))
+                }
+                ConfigProblem::Unreadable { path, message, at } => Finding::new(
+                    config_rule,
+                    format!("{label}: the --config file `{path}` cannot be read: {message}"),
+                    "make the file a YAML mapping of option names (without `--`) to values",
+                )
+                .at_origin(label, Some("--config"), origin_of(files, at)),
+                ConfigProblem::Underscore { key, dashed } => {
+                    config_keys.push(pos_key(files, key));
+                    let mut f = Finding::new(
+                        config_rule,
+                        format!(
+                            "{label}: the --config key `{}` has underscores: SGLang passes it as `{}`, which argparse rejects",
+                            key.text.trim_start_matches("--"),
+                            key.text
+                        ),
+                        format!("write the key as `{}`", dashed.trim_start_matches("--")),
+                    );
+                    f.sglang_error = Some("{prog}: error: unrecognized arguments: {args}");
+                    f.at_origin(label, Some(&key.text), origin_of(files, key))
+                }
+                ConfigProblem::Unsupported { key, action } => {
+                    let mut f = Finding::new(
+                        config_rule,
+                        format!(
+                            "{label}: the --config key `{}` is a `{action}` option, which SGLang's config loader refuses",
+                            key.text.trim_start_matches("--")
+                        ),
+                        "pass this option on the command line instead, or use its non-deprecated replacement in the file",
+                    );
+                    f.sglang_error = Some("Unsupported config option '{key}' with action '{ActionClass}'");
+                    f.at_origin(label, Some(&key.text), origin_of(files, key))
+                }
+            };
+            extra.push(f);
+        }
+    }
+    // Dynamo's SGLang worker adds options of its own: not unknown to it.
+    findings.retain(|f| {
+        !(f.code == "PD024"
+            && f.message.contains("has no option")
+            && f.locations.iter().all(|l| {
+                group.server(&l.process).is_some_and(|s| launches[s.launch].entry.ends_with(launch::DYNAMO_WORKER))
+            }))
+    });
+    // An underscore key is PD043's; do not report it again as an unknown option.
+    findings.retain(|f| {
+        !(f.code == "PD024"
+            && f.locations.iter().any(|l| matches!(&l.origin, Origin::Source { file, line, column } if config_keys.contains(&(file.clone(), *line, *column)))))
+    });
+
+    // No prefill-decode evidence at all: a plain server is not PD drift.
+    let pd_evidence = group.servers.iter().any(|s| s.view.role.is_some() || s.intended.is_some())
+        || group.router.as_ref().is_some_and(|r| !r.view.prefills.is_empty() || !r.view.decodes.is_empty());
+    let pair_rule = rules::rule("PD045").expect("PD045 is registered");
+    if !pd_evidence {
+        findings.retain(|f| f.code != "PD037");
+        let labels: Vec<&str> = group.servers.iter().map(|s| s.view.label.as_str()).collect();
+        if !labels.is_empty() {
+            extra.push(Finding::new(
+                pair_rule,
+                format!("{}: no `--disaggregation-mode`, router or prefill/decode naming: not a PD deployment, cross-side checks skipped", labels.join(", ")),
+                "add `--disaggregation-mode prefill|decode` to the servers meant for PD",
+            ));
+        }
+    } else {
+        let has = |r: Role| group.servers.iter().any(|s| s.view.role == Some(r));
+        let missing: Vec<&str> = Role::BOTH.iter().filter(|r| !has(**r)).map(|r| r.as_str()).collect();
+        if !missing.is_empty() && !group.servers.is_empty() {
+            let present: Vec<&str> = group.servers.iter().map(|s| s.view.label.as_str()).collect();
+            extra.push(Finding::new(
+                pair_rule,
+                format!(
+                    "no {} server found next to {}: prefill/decode comparisons were skipped",
+                    missing.join(" or "),
+                    present.join(", ")
+                ),
+                "lint the files of both sides together (e.g. `pdlaunch lint prefill.sh decode.sh router.sh`)",
+            ));
+        } else if group.servers.is_empty() {
+            extra.push(Finding::new(
+                pair_rule,
+                "router found without any of its servers: links to prefill and decode were not checked".to_owned(),
+                "lint the router together with the servers' scripts or manifests",
+            ));
+        }
+    }
+    findings.extend(extra);
+    findings.sort_by(|a, b| a.severity.cmp(&b.severity).then(a.code.cmp(b.code)));
+    let spans = if findings.is_empty() { HashMap::new() } else { spans_of(group, files) };
+    findings
+        .into_iter()
+        .map(|f| LintFinding { places: places(&f, group, files, launches, &spans), group: g, finding: f })
+        .collect()
+}
+
+fn pos_key(files: &[SourceFile], w: &Word) -> PosKey {
+    let (l, c) = files[w.file].position(w.start);
+    (files[w.file].name.clone(), l, c)
+}
+
+fn find_raw_word<'a>(group: &'a Group, label: &str, raw: &str) -> Option<&'a Word> {
+    let words: &[Word] = if label == "router" {
+        group.router.as_ref().map_or(&[], |r| &r.words)
+    } else {
+        group.server(label).map_or(&[], |s| &s.words)
+    };
+    words.iter().find(|w| w.text == raw)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn collect_symbolic(
+    label: &str,
+    view: &ServerView,
+    words: &[Word],
+    files: &[SourceFile],
+    dests: &mut Vec<(String, String, String)>,
+    positions: &mut HashMap<PosKey, (String, String)>,
+    opaque: &mut Vec<(String, Word)>,
+) {
+    let spec = view.spec();
+    for (i, w) in words.iter().enumerate() {
+        if !w.is_symbolic() {
+            continue;
+        }
+        positions.insert(pos_key(files, w), (label.to_owned(), w.text.clone()));
+        // The option this value belongs to: the nearest option token before it.
+        let owner = (0..=i).rev().find(|&k| words[k].text.starts_with("--"));
+        match owner {
+            Some(k) if k == i && w.text.contains('=') => {
+                if let Ok(f) = spec.resolve(w.text.split('=').next().unwrap_or("")) {
+                    dests.push((label.to_owned(), f.dest.clone(), w.text.clone()));
+                }
+            }
+            Some(k) if k < i => {
+                positions.insert(pos_key(files, &words[k]), (label.to_owned(), w.text.clone()));
+                let name = words[k].text.split('=').next().unwrap_or("");
+                match spec.resolve(name) {
+                    Ok(f) if f.arity() != crate::spec::Arity::Zero && i - k <= 8 => {
+                        dests.push((label.to_owned(), f.dest.clone(), w.text.clone()));
+                    }
+                    _ => opaque.push((label.to_owned(), w.clone())),
+                }
+            }
+            _ => opaque.push((label.to_owned(), w.clone())),
+        }
+    }
+}
+
+/// Source spans of every word of the group, by position.
+fn spans_of(group: &Group, files: &[SourceFile]) -> HashMap<PosKey, (usize, usize, usize)> {
+    let mut out = HashMap::new();
+    let words =
+        group.servers.iter().flat_map(|s| s.words.iter()).chain(group.router.iter().flat_map(|r| r.words.iter()));
+    for w in words {
+        out.insert(pos_key(files, w), (w.file, w.start, w.end));
+    }
+    out
+}
+
+fn places(
+    f: &Finding,
+    group: &Group,
+    files: &[SourceFile],
+    launches: &[Launch],
+    spans: &HashMap<PosKey, (usize, usize, usize)>,
+) -> Vec<Place> {
+    let mut out = Vec::new();
+    for loc in &f.locations {
+        let launch_of = |label: &str| -> Option<usize> {
+            if label == "router" {
+                group.router.as_ref().map(|r| r.launch)
+            } else {
+                group.server(label).map(|s| s.launch)
+            }
+        };
+        let place = match &loc.origin {
+            Origin::Source { file, line, column } => {
+                let (end_line, end_column) = match spans.get(&(file.clone(), *line, *column)) {
+                    Some(&(fi, _, end)) => files[fi].position(end),
+                    None => (*line, *column + 1),
+                };
+                Place {
+                    process: loc.process.clone(),
+                    flag: loc.flag.clone(),
+                    file: file.clone(),
+                    line: *line,
+                    column: *column,
+                    end_line,
+                    end_column,
+                    missing: false,
+                }
+            }
+            Origin::Default | Origin::Derived | Origin::Field { .. } => {
+                let Some(l) = launch_of(&loc.process).map(|k| &launches[k]) else { continue };
+                let file = &files[l.file];
+                let (line, column) = file.position(l.at);
+                let (end_line, end_column) = file.position(l.at + l.entry.split(' ').next().map_or(1, str::len));
+                Place {
+                    process: loc.process.clone(),
+                    flag: loc.flag.clone(),
+                    file: file.name.clone(),
+                    line,
+                    column,
+                    end_line,
+                    end_column,
+                    missing: loc.flag.is_some() && loc.origin == Origin::Default,
+                }
+            }
+        };
+        if !out.contains(&place) {
+            out.push(place);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod proptests;

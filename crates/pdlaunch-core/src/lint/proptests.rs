@@ -1,0 +1,475 @@
+//! Property tests of the linter.
+//!
+//! `round_trip`: for any deployment the renderer can express, linting its rendered shell scripts
+//! and reconstructing gives back the same deployment, up to [`reconstruct::normalize`] (implicit
+//! ports, bootstrap and dist-init ports and base GPU ids made explicit) and the fields no command
+//! line carries (`name`, the releases, which the test passes as lint options). The generator
+//! keeps to what the renderer expresses unambiguously: SGLang 0.5.23 and router 0.3.2, choices
+//! the 0.5.23 spec accepts, side `env` keys disjoint from `shared.env` and from each other,
+//! `extra_args` of unmodelled options without repeats, no decode KV offload (it renders no flag
+//! of its own without HiCache), no KV canaries, no `bind_host`, `gpu` or per-node GPU counts.
+//!
+//! The fuzz tests feed each reader arbitrary text and near-valid mutations of the fixtures, and
+//! print how many inputs each tried; a panic fails them.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+
+use super::*;
+use crate::deployment::*;
+use crate::release::{Release, RouterRelease};
+
+fn accepted(flag: &str, names: &[&'static str]) -> Vec<&'static str> {
+    let spec = Release::LATEST.spec();
+    let ok = spec.get(flag).and_then(|f| f.choice_strings()).unwrap_or_default();
+    names.iter().copied().filter(|n| ok.iter().any(|o| o == n)).collect()
+}
+
+fn choice<T: serde::de::DeserializeOwned + std::fmt::Debug + Clone + 'static>(
+    flag: &str,
+    names: &[&'static str],
+) -> impl Strategy<Value = T> {
+    let names = accepted(flag, names);
+    proptest::sample::select(names)
+        .prop_map(|n| serde_json::from_value::<T>(serde_json::Value::String(n.to_owned())).expect("choice"))
+}
+
+/// Strings that reach argv as one word: spaces, quotes, `$`, backslashes, unicode, newlines.
+fn text() -> impl Strategy<Value = String> {
+    "[a-zA-Z0-9_./][a-zA-Z0-9 _./:'\"$`\\\\é漢\n=,()-]{0,12}"
+}
+
+fn env_map(prefix: &'static str) -> impl Strategy<Value = BTreeMap<String, String>> {
+    prop::collection::btree_map("[A-Z]{1,4}".prop_map(move |k| format!("{prefix}{k}")), text(), 0..3)
+}
+
+fn opt<T: std::fmt::Debug + Clone + 'static>(
+    s: impl Strategy<Value = T> + 'static,
+) -> impl Strategy<Value = Option<T>> {
+    prop::option::of(s)
+}
+
+const HOSTS: &[&str] = &["10.0.0.1", "10.0.0.2", "node-a.cluster.local", "fd00::5"];
+
+fn instance() -> impl Strategy<Value = Instance> {
+    let node = (
+        proptest::sample::select(HOSTS),
+        opt(0u32..4),
+        opt(proptest::sample::select(&["mlx5_0", "mlx5_0,mlx5_1"][..])),
+    )
+        .prop_map(|(h, base, ib)| Node {
+            host: h.to_owned(),
+            gpus: None,
+            gpus_installed: None,
+            base_gpu_id: base,
+            ib_device: ib.map(str::to_owned),
+        });
+    (
+        prop::collection::vec(node, 1..3),
+        opt(31000u16..31100),
+        opt(9000u16..9100),
+        opt(6000u16..6100),
+        opt(7000u16..7100),
+    )
+        .prop_map(|(nodes, port, bootstrap_port, dist_init_port, nccl_port)| Instance {
+            nodes,
+            port,
+            bootstrap_port,
+            dist_init_port,
+            nccl_port,
+        })
+}
+
+const ROUTER_EXTRA: &[&[&str]] = &[&["--request-timeout-secs", "600"], &["--log-level", "debug"]];
+const EXTRA: &[&[&str]] =
+    &[&["--watchdog-timeout", "600"], &["--log-level", "info"], &["--enable-cache-report"], &["--random-seed", "7"]];
+
+fn side(role: Role) -> impl Strategy<Value = Side> {
+    let sizes = (
+        proptest::sample::select(&[1u32, 2, 4, 8][..]),
+        1u32..3,
+        1u32..3,
+        1u32..3,
+        opt(1u32..9),
+        1u32..3,
+        any::<bool>(),
+        1u32..3,
+    );
+    let moe = (
+        opt(choice::<crate::choices::MoeA2aBackend>("--moe-a2a-backend", crate::choices::MoeA2aBackend::NAMES)),
+        opt(choice::<crate::choices::DeepepMode>("--deepep-mode", crate::choices::DeepepMode::NAMES)),
+        opt(1u32..3),
+        any::<bool>(),
+    );
+    let memory = (
+        opt(proptest::sample::select(&[0.7f64, 0.85, 0.9][..])),
+        opt(1u32..512),
+        opt(proptest::sample::select(&[-1i64, 4096, 8192][..])),
+        opt(1024u64..65536),
+        opt(1u32..256),
+        any::<bool>(),
+        opt(choice::<crate::choices::LoadBalanceMethod>(
+            "--load-balance-method",
+            crate::choices::LoadBalanceMethod::NAMES,
+        )),
+    );
+    let caches = (
+        opt((opt(proptest::sample::select(&[1.5f64, 2.0][..])), opt(1u32..64))),
+        any::<bool>(),
+        opt(choice::<crate::choices::RetractionBackup>(
+            "--disaggregation-decode-retraction-backup",
+            crate::choices::RetractionBackup::NAMES,
+        )),
+        opt(1u32..1024),
+        opt(1u32..8),
+        opt(0u32..4),
+        any::<bool>(),
+    );
+    let prefix = if role == Role::Prefill { "P_" } else { "D_" };
+    let rest = (prop::collection::vec(instance(), 1..3), env_map(prefix), proptest::sample::subsequence(EXTRA, 0..3));
+    (sizes, moe, memory, caches, rest).prop_map(move |(s, m, mem, c, (instances, env, extra))| Side {
+        gpu: None,
+        instances,
+        tp: s.0,
+        dp: s.1,
+        attn_dp: s.2,
+        pp: s.3,
+        ep: s.4,
+        attn_cp: s.5,
+        enable_prefill_cp: s.6,
+        dcp: s.7,
+        moe_a2a_backend: m.0,
+        deepep_mode: m.1,
+        moe_dense_tp: m.2,
+        enable_dp_lm_head: m.3,
+        mem_fraction_static: mem.0,
+        max_running_requests: mem.1,
+        chunked_prefill_size: mem.2,
+        max_prefill_tokens: mem.3,
+        cuda_graph_max_bs: mem.4,
+        disable_cuda_graph: mem.5,
+        load_balance_method: mem.6,
+        hicache: c.0.map(|(ratio, size)| HiCache { ratio, size, storage_backend: None, write_policy: None }),
+        decode_radix_cache: c.1,
+        decode_offload_kvcache: false,
+        decode_retraction_backup: c.2,
+        num_reserved_decode_tokens: c.3,
+        decode_extra_slots: c.4,
+        optimistic_prefill_attempts: c.5,
+        enable_metrics: c.6,
+        bind_host: None,
+        env,
+        extra_args: extra.iter().flat_map(|a| a.iter().map(|s| (*s).to_owned())).collect(),
+    })
+}
+
+fn deployment() -> impl Strategy<Value = Deployment> {
+    let model = (
+        text(),
+        opt(text()),
+        any::<bool>(),
+        opt(choice::<crate::choices::ModelDtype>("--dtype", crate::choices::ModelDtype::NAMES)),
+        opt(1024u64..200_000),
+        opt(text()),
+        opt(text()),
+    );
+    let shared = (
+        1u32..257,
+        choice::<crate::choices::KvCacheDtype>("--kv-cache-dtype", crate::choices::KvCacheDtype::NAMES),
+        choice::<crate::choices::TransferBackend>(
+            "--disaggregation-transfer-backend",
+            crate::choices::TransferBackend::NAMES,
+        ),
+        opt(choice::<crate::choices::AttentionBackend>("--attention-backend", crate::choices::AttentionBackend::NAMES)),
+        opt((proptest::sample::select(&["EAGLE", "EAGLE3", "NEXTN"][..]), opt(1u32..5), opt(1u32..4), opt(2u32..8))),
+        any::<bool>(),
+        env_map("S_"),
+    );
+    let router = (
+        proptest::sample::select(&["0.0.0.0", "10.0.0.9"][..]),
+        8000u16..8100,
+        opt(proptest::sample::select(&["round_robin", "random", "cache_aware"][..])),
+        any::<bool>(),
+        proptest::sample::subsequence(ROUTER_EXTRA, 0..2),
+        proptest::sample::select(&["python3", "python", "/opt/venv/bin/python3"][..]),
+    );
+    (model, shared, side(Role::Prefill), side(Role::Decode), router).prop_map(|(m, s, prefill, decode, r)| Deployment {
+        name: "rt".into(),
+        sglang_version: Release::LATEST,
+        router_version: RouterRelease::LATEST,
+        launcher: Launcher { python: r.5.to_owned(), config_dir: ".".into() },
+        model: {
+            let mut model = bare_model(&m.0);
+            model.tokenizer = m.1;
+            model.trust_remote_code = m.2;
+            model.dtype = m.3;
+            model.context_length = m.4;
+            model.served_name = m.5;
+            model.revision = m.6;
+            model
+        },
+        shared: Shared {
+            page_size: s.0,
+            kv_cache_dtype: s.1,
+            transfer_backend: s.2,
+            attention_backend: s.3,
+            speculative: s.4.map(|(a, steps, topk, tokens)| Speculative {
+                algorithm: a.to_owned(),
+                draft_model_path: None,
+                num_steps: steps,
+                eagle_topk: topk,
+                num_draft_tokens: tokens,
+                draft_kv_cache_dtype: None,
+                draft_attention_backend: None,
+            }),
+            enable_unified_memory: s.5,
+            env: s.6,
+            ..Shared::default()
+        },
+        prefill,
+        decode,
+        router: Router {
+            host: r.0.to_owned(),
+            port: r.1,
+            policy: r.2.map(|p| serde_json::from_value(serde_json::Value::String(p.into())).expect("policy")),
+            mini_lb: r.3,
+            extra_args: r.4.iter().flat_map(|a| a.iter().map(|s| (*s).to_owned())).collect(),
+            ..Router::default()
+        },
+    })
+}
+
+fn cases(default: u32) -> u32 {
+    std::env::var("PDLAUNCH_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+#[test]
+fn round_trip() {
+    let n = cases(300);
+    let mut runner = TestRunner::new(Config { cases: n, failure_persistence: None, ..Config::default() });
+    runner
+        .run(&deployment(), |d| {
+            let plan = crate::plan::plan(&d);
+            let files = crate::render::render_shell(&plan);
+            let inputs: Vec<Input> = files.iter().map(|f| Input::new(f.name.clone(), f.contents.clone())).collect();
+            let opts = Options {
+                release: Some(d.sglang_version),
+                router_release: Some(d.router_version),
+                ..Options::default()
+            };
+            let linted = lint(&inputs, &opts);
+            prop_assert_eq!(
+                linted.groups.len(),
+                1,
+                "groups: {:?}",
+                linted.groups.iter().map(|g| &g.name).collect::<Vec<_>>()
+            );
+            let r = reconstruct::deployment(&linted, 0).map_err(TestCaseError::fail)?;
+            let mut got = r.deployment;
+            got.name = d.name.clone();
+            prop_assert_eq!(reconstruct::normalize(&d), reconstruct::normalize(&got), "notes: {:?}", r.notes);
+            Ok(())
+        })
+        .unwrap();
+    eprintln!("round_trip: {n} generated deployments rendered, linted and reconstructed");
+}
+
+// ---- fuzzing: no reader panics ----
+
+/// Fragments that exercise the readers' edge cases.
+fn fragments(set: &'static [&'static str]) -> impl Strategy<Value = String> {
+    prop::collection::vec(prop_oneof![3 => proptest::sample::select(set).prop_map(str::to_owned), 1 => "[a-z0-9 ]{0,4}", 1 => any::<String>()], 0..40)
+        .prop_map(|v| v.concat())
+}
+
+const SHELL_BITS: &[&str] = &[
+    "'",
+    "\"",
+    "\\",
+    "\\\n",
+    "$",
+    "${",
+    "}",
+    "$(",
+    ")",
+    "`",
+    "$'",
+    "#",
+    "\n",
+    " ",
+    ";",
+    "&",
+    "|",
+    "<",
+    ">",
+    "<<",
+    "<<-EOF\n",
+    "EOF\n",
+    "2>&1",
+    "=",
+    "A=",
+    "export ",
+    "bash -c ",
+    "python3 -m sglang.launch_server ",
+    "sglang serve ",
+    "--page-size ",
+    "python -m sglang_router.launch_router ",
+    "--prefill ",
+    "http://h:1 ",
+    "--config ",
+    "x.yaml ",
+    "${X:-",
+    "é",
+    "(",
+    "[",
+];
+const YAML_BITS: &[&str] = &[
+    ": ",
+    "- ",
+    "  ",
+    "\n",
+    "[",
+    "]",
+    "{",
+    "}",
+    ",",
+    "|",
+    ">",
+    "|-",
+    ">+",
+    "'",
+    "\"",
+    "\\",
+    "&a ",
+    "*a",
+    "<<: ",
+    "#",
+    "---\n",
+    "...\n",
+    "!!str ",
+    "? ",
+    "command: ",
+    "args: ",
+    "containers:\n",
+    "- name: prefill\n",
+    "python3",
+    "-m",
+    "sglang.launch_server",
+    "--page-size",
+    "\"64\"",
+    "\t",
+    "é",
+    "\\u00e9",
+    "\\x4",
+    "key",
+    "services:\n",
+];
+
+fn fuzz<S: Strategy>(name: &str, n: u32, strategy: S, f: impl Fn(S::Value)) {
+    let mut runner = TestRunner::new(Config { cases: n, failure_persistence: None, ..Config::default() });
+    runner
+        .run(&strategy, |v| {
+            f(v);
+            Ok(())
+        })
+        .unwrap();
+    eprintln!("fuzz {name}: {n} inputs, no panic");
+}
+
+#[test]
+fn fuzz_shell_reader() {
+    let n = cases(4000);
+    fuzz("shell", n, fragments(SHELL_BITS), |t| {
+        let mut out = Vec::new();
+        launch::scan_shell(
+            &t,
+            &SrcMap::Offset(0),
+            0,
+            false,
+            &mut Vars::default(),
+            &Surroundings::default(),
+            &mut out,
+            0,
+        );
+        for l in &out {
+            for w in &l.args {
+                assert!(w.start <= w.end && w.end <= t.len(), "{w:?} out of {t:?}");
+            }
+        }
+    });
+}
+
+#[test]
+fn fuzz_yaml_and_manifest_readers() {
+    let n = cases(4000);
+    fuzz("yaml+manifest", n, fragments(YAML_BITS), |t| {
+        if let Ok(docs) = yaml::parse(&t) {
+            let mut out = Vec::new();
+            manifest::scan_documents(&docs, 0, &Surroundings::default(), &mut out);
+        }
+    });
+}
+
+#[test]
+fn fuzz_config_reader() {
+    let n = cases(3000);
+    fuzz("sglang-config", n, fragments(YAML_BITS), |t| {
+        let files = vec![source::SourceFile::new("run.sh", ""), source::SourceFile::new("c.yaml", t)];
+        let w = |s: &str| Word {
+            text: s.into(),
+            file: 0,
+            start: 0,
+            end: 0,
+            unknown: vec![],
+            map: None,
+            embed: source::Embed::Shell { nested: false },
+        };
+        let _ = config::expand(&[w("--config"), w("c.yaml"), w("--tp"), w("2")], &files, &[1], Release::LATEST.spec());
+    });
+}
+
+/// Fixture texts with random byte-range edits: near-valid input reaches deep into the readers.
+fn mutated(base: &'static str) -> impl Strategy<Value = String> {
+    prop::collection::vec((0..base.len().max(1), 0usize..8, fragments(SHELL_BITS)), 1..6).prop_map(move |edits| {
+        let mut t = base.to_owned();
+        for (at, del, ins) in edits {
+            let mut at = at.min(t.len());
+            while !t.is_char_boundary(at) {
+                at -= 1;
+            }
+            let mut end = (at + del).min(t.len());
+            while !t.is_char_boundary(end) {
+                end += 1;
+            }
+            t.replace_range(at..end, &ins);
+        }
+        t
+    })
+}
+
+#[test]
+fn fuzz_whole_linter_on_mutated_fixtures() {
+    let fixtures: &[(&str, &'static str)] = &[
+        ("docs.sh", include_str!("../../../../tests/fixtures/lint/docs-1p1d.sh")),
+        ("job.sbatch", include_str!("../../../../tests/fixtures/lint/slurm-deepseek.sbatch")),
+        ("rbg.yaml", include_str!("../../../../tests/fixtures/lint/rbg-deepseek.yaml")),
+        ("compose.yaml", include_str!("../../../../tests/fixtures/lint/docker-compose.yaml")),
+        ("ome.yaml", include_str!("../../../../tests/fixtures/lint/ome-llama-runtime.yaml")),
+    ];
+    let n = cases(400);
+    let mut total = 0;
+    for (name, text) in fixtures {
+        fuzz(&format!("lint({name})"), n, mutated(text), |t| {
+            let inputs = [Input::new(*name, t.clone()), Input::config("x.yaml", t)];
+            let l = lint(&inputs, &Options::default());
+            let _ = fix::edits(&l);
+            for g in 0..l.groups.len() {
+                let _ = reconstruct::deployment(&l, g);
+            }
+        });
+        total += n;
+    }
+    eprintln!("fuzz whole linter: {total} mutated fixtures, no panic");
+}

@@ -1,0 +1,558 @@
+//! A linted group back to the one [`Deployment`] that renders it, through the flag table: each
+//! option goes to the field it renders from; options the schema does not model go to the side's
+//! (or the router's) `extra_args` verbatim.
+//!
+//! A deployment cannot say "one side differs": shared settings exist once. Where the servers
+//! disagree, the first prefill's value is kept for both sides and a note says what changed, so
+//! rendering the result gives matched commands (the drift the linter reports is resolved, not
+//! copied). Values the schema cannot hold (a choice it does not know) stay in `extra_args`.
+//!
+//! Normalisation, as checked by the round-trip property test (`tests::round_trip`): values a
+//! rendering leaves implicit come back explicit (ports, bootstrap ports, dist-init ports, every
+//! node's `base_gpu_id`), the decode's bootstrap port is the first prefill's, and `name`, the
+//! releases, `launcher.config_dir`, per-node GPU counts, `gpu` and model geometry are not on
+//! command lines (they come from the options or stay unset).
+
+use serde_json::{json, Map, Value};
+
+use super::{Group, Linted};
+use crate::deployment::{Deployment, Role};
+use crate::effective::ServerView;
+use crate::flags::{self, Flag, Kind};
+use crate::plan::instance_addrs;
+use crate::spec::{ArgUse, ArgValue};
+
+/// A reconstructed deployment and what was changed or could not be expressed.
+#[derive(Clone, Debug)]
+pub struct Reconstructed {
+    /// The deployment.
+    pub deployment: Deployment,
+    /// One line per difference between the material and the deployment.
+    pub notes: Vec<String>,
+}
+
+/// The deployment of group `g`.
+pub fn deployment(linted: &Linted, g: usize) -> Result<Reconstructed, String> {
+    let group = linted.groups.get(g).ok_or_else(|| format!("there is no group {g}"))?;
+    Builder::new(linted, group)?.build()
+}
+
+struct Builder<'a> {
+    linted: &'a Linted,
+    group: &'a Group,
+    doc: Value,
+    notes: Vec<String>,
+    /// (role, instance) -> index in the deployment's instances.
+    instances: Vec<(Role, usize, usize)>,
+    extra: [Vec<String>; 2],
+    extra_from: [Option<String>; 2],
+}
+
+fn side_index(r: Role) -> usize {
+    match r {
+        Role::Prefill => 0,
+        Role::Decode => 1,
+    }
+}
+
+fn path_get<'v>(v: &'v Value, path: &[Value]) -> Option<&'v Value> {
+    path.iter().try_fold(v, |v, k| match k {
+        Value::String(s) => v.get(s.as_str()),
+        Value::Number(n) => v.get(n.as_u64()? as usize),
+        _ => None,
+    })
+}
+
+fn path_set(v: &mut Value, path: &[Value], value: Value) {
+    let mut cur = v;
+    for (i, k) in path.iter().enumerate() {
+        let last = i + 1 == path.len();
+        cur = match k {
+            Value::String(s) => {
+                if !cur.is_object() {
+                    *cur = Value::Object(Map::new());
+                }
+                let obj = cur.as_object_mut().expect("object");
+                if last {
+                    obj.insert(s.clone(), value);
+                    return;
+                }
+                obj.entry(s.clone()).or_insert(Value::Object(Map::new()))
+            }
+            Value::Number(n) => {
+                let i = n.as_u64().unwrap_or(0) as usize;
+                let Some(arr) = cur.as_array_mut() else { return };
+                if i >= arr.len() {
+                    return;
+                }
+                if last {
+                    arr[i] = value;
+                    return;
+                }
+                &mut arr[i]
+            }
+            _ => return,
+        };
+    }
+}
+
+/// The tokens of one option occurrence (the option and its values).
+fn use_tokens<'t>(view: &'t ServerView, u: &ArgUse) -> &'t [String] {
+    let next = view.parsed.uses.iter().map(|x| x.index).filter(|&i| i > u.index).min().unwrap_or(view.tokens.len());
+    let next = view.parsed.problems.iter().map(|p| p.index).filter(|&i| i > u.index).fold(next, usize::min);
+    &view.tokens[u.index..next.min(view.tokens.len())]
+}
+
+fn json_value(flag: &Flag, u: &ArgUse) -> Option<Value> {
+    let text = u.value.as_text();
+    Some(match (flag.kind, &u.value) {
+        (Kind::Switch, ArgValue::Switch(b)) => Value::Bool(*b),
+        (Kind::Int, _) => Value::from(crate::spec::parse_human_int(&text)?),
+        (Kind::Float, _) => {
+            let x: f64 = text.parse().ok()?;
+            serde_json::Number::from_f64(x).map(Value::Number)?
+        }
+        (Kind::List, ArgValue::Many(v)) => Value::Array(v.iter().cloned().map(Value::String).collect()),
+        _ => Value::String(text),
+    })
+}
+
+impl<'a> Builder<'a> {
+    fn new(linted: &'a Linted, group: &'a Group) -> Result<Builder<'a>, String> {
+        let role_of = |s: &super::ServerEntry| s.view.role.or(s.intended);
+        for r in Role::BOTH {
+            if !group.servers.iter().any(|s| role_of(s) == Some(r)) {
+                return Err(format!("group `{}` has no {r} server, so it is not a complete PD deployment", group.name));
+            }
+        }
+        let first = &group.servers[0];
+        let python = linted.launches[first.launch].python.clone().unwrap_or_else(|| "python3".into());
+        let model_path = first.view.value("model_path").unwrap_or_else(|| "UNKNOWN-MODEL".into());
+        let mut notes = Vec::new();
+        if first.view.value("model_path").is_none() {
+            notes.push("no --model-path found: set `model.path`".to_owned());
+        }
+        let mut doc = json!({
+            "name": group.name,
+            "sglang_version": group.release,
+            "router_version": group.router_release,
+            "launcher": {"python": python},
+            "model": {"path": model_path},
+            "shared": {},
+            "prefill": {"instances": []},
+            "decode": {"instances": []},
+        });
+        let mut instances = Vec::new();
+        for r in Role::BOTH {
+            let mut seen: Vec<usize> = Vec::new();
+            for s in group.servers.iter().filter(|s| role_of(s) == Some(r)) {
+                if !seen.contains(&s.view.instance) {
+                    seen.push(s.view.instance);
+                }
+            }
+            seen.sort_unstable();
+            for (k, inst) in seen.iter().enumerate() {
+                let nodes: Vec<&super::ServerEntry> =
+                    group.servers.iter().filter(|s| role_of(s) == Some(r) && s.view.instance == *inst).collect();
+                let count = nodes.iter().map(|s| s.view.node + 1).max().unwrap_or(1);
+                let mut hosts: Vec<Value> = Vec::new();
+                for n in 0..count {
+                    let known =
+                        nodes.iter().find(|s| s.view.node == n).map(|s| s.view.host.clone()).filter(|h| !h.is_empty());
+                    let host = known.unwrap_or_else(|| {
+                        let placeholder = format!("{r}-{k}-node-{n}");
+                        notes.push(format!("the address of {r} instance {k} node {n} is unknown: set its `host` (`{placeholder}` is a placeholder)"));
+                        placeholder
+                    });
+                    hosts.push(json!({"host": host}));
+                }
+                doc[r.as_str()]["instances"].as_array_mut().expect("array").push(json!({"nodes": hosts}));
+                instances.push((r, *inst, k));
+            }
+        }
+        Ok(Builder { linted, group, doc, notes, instances, extra: [Vec::new(), Vec::new()], extra_from: [None, None] })
+    }
+
+    fn valid(doc: &Value) -> bool {
+        serde_json::from_value::<Deployment>(doc.clone()).is_ok()
+    }
+
+    /// Sets a field if the result is a valid deployment; false when the schema refuses it.
+    fn try_set(&mut self, path: &[Value], value: Value) -> bool {
+        let mut next = self.doc.clone();
+        path_set(&mut next, path, value);
+        if Self::valid(&next) {
+            self.doc = next;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn field_path(&self, field: &str, role: Role, inst: usize, node: usize) -> Option<Vec<Value>> {
+        let (def, prop) = field.split_once('.')?;
+        let k = self.instances.iter().find(|(r, i, _)| *r == role && *i == inst).map(|x| x.2)?;
+        let p = |v: &[&str]| v.iter().map(|s| Value::String((*s).to_owned())).collect::<Vec<_>>();
+        Some(match def {
+            "Model" => p(&["model", prop]),
+            "Shared" => p(&["shared", prop]),
+            "Speculative" => p(&["shared", "speculative", prop]),
+            "Side" => p(&[role.as_str(), prop]),
+            "HiCache" => p(&[role.as_str(), "hicache", prop]),
+            "Instance" => {
+                let mut v = p(&[role.as_str(), "instances"]);
+                v.push(Value::from(k));
+                v.push(Value::String(prop.to_owned()));
+                v
+            }
+            "Node" => {
+                let mut v = p(&[role.as_str(), "instances"]);
+                v.push(Value::from(k));
+                v.push(Value::String("nodes".into()));
+                v.push(Value::from(node));
+                v.push(Value::String(prop.to_owned()));
+                v
+            }
+            _ => return None,
+        })
+    }
+
+    fn build(mut self) -> Result<Reconstructed, String> {
+        let group = self.group;
+        let first_prefill_bootstrap = group
+            .servers
+            .iter()
+            .find(|s| s.view.role.or(s.intended) == Some(Role::Prefill))
+            .and_then(|s| s.view.bootstrap_port());
+        for s in &group.servers {
+            let Some(role) = s.view.role.or(s.intended) else {
+                self.notes.push(format!("{} is neither prefill nor decode; left out", s.view.label));
+                continue;
+            };
+            let v = &s.view;
+            if v.role.is_none() {
+                self.notes.push(format!("{} has no --disaggregation-mode; the deployment renders `{role}`", v.label));
+            }
+            let is_side_head =
+                self.instances.iter().find(|(r, _, k)| *r == role && *k == 0).is_some_and(|(_, i, _)| *i == v.instance)
+                    && v.node == 0;
+            // Argparse problems: verbatim into extra_args (the first server of the side speaks for it).
+            if is_side_head {
+                for p in &v.parsed.problems {
+                    let end =
+                        v.parsed.uses.iter().map(|u| u.index).filter(|&i| i > p.index).min().unwrap_or(v.tokens.len());
+                    let toks = v.tokens[p.index..end].to_vec();
+                    self.extra[side_index(role)].extend(toks);
+                }
+            }
+            let dp_attention = v.switch("enable_dp_attention");
+            for u in &v.parsed.uses {
+                // The last occurrence of each option is the one that counts.
+                if v.parsed.last_use(&u.dest).map(|l| l.index) != Some(u.index) {
+                    continue;
+                }
+                let flag = flags::server_flag(&u.canonical).or_else(|| flags::server_flags_for_dest(&u.dest).next());
+                let tokens = use_tokens(v, u).to_vec();
+                let handled = match (flag, u.dest.as_str()) {
+                    (_, "disaggregation_mode" | "nnodes" | "node_rank" | "enable_dp_attention") => true,
+                    (_, "host") => {
+                        let h = u.value.as_text();
+                        if h != v.host && !h.is_empty() {
+                            let path = vec![Value::from(role.as_str()), Value::from("bind_host")];
+                            match path_get(&self.doc, &path).and_then(Value::as_str) {
+                                Some(prev) if prev != h => {
+                                    self.notes.push(format!(
+                                        "{} binds `{h}`, other {role} servers `{prev}`; kept `{prev}`",
+                                        v.label
+                                    ));
+                                    true
+                                }
+                                _ => self.try_set(&path, Value::String(h)),
+                            }
+                        } else {
+                            true
+                        }
+                    }
+                    (_, "dist_init_addr") => {
+                        let port = crate::rules::split_url(&u.value.as_text()).map(|(_, p)| p);
+                        match (port, self.field_path("Instance.dist_init_port", role, v.instance, 0)) {
+                            (Some(p), Some(path)) => self.try_set(&path, Value::from(p)),
+                            _ => false,
+                        }
+                    }
+                    (_, "dp_size") if dp_attention => {
+                        let path = vec![Value::from(role.as_str()), Value::from("attn_dp")];
+                        self.try_set(&path, Value::from(v.size("dp_size")))
+                    }
+                    (_, "disaggregation_bootstrap_port") if role == Role::Decode => {
+                        let b = v.bootstrap_port();
+                        if b != first_prefill_bootstrap {
+                            self.notes.push(format!(
+                                "{} falls back to bootstrap port {}, the first prefill binds {}; the deployment renders the \
+                                 prefill's value on the decode",
+                                v.label,
+                                b.map_or("?".into(), |x| x.to_string()),
+                                first_prefill_bootstrap.map_or("?".into(), |x| x.to_string())
+                            ));
+                        }
+                        true
+                    }
+                    (_, "enable_hierarchical_cache") => {
+                        let path = vec![Value::from(role.as_str()), Value::from("hicache")];
+                        if path_get(&self.doc, &path).is_none() {
+                            self.try_set(&path, json!({}))
+                        } else {
+                            true
+                        }
+                    }
+                    (Some(f), _) if role_specific_mismatch(f, role) => false,
+                    (Some(f), _) if !f.field.is_empty() => self.set_field(f, u, v, role),
+                    _ => false,
+                };
+                if !handled && is_side_head {
+                    self.extra[side_index(role)].extend(tokens);
+                    self.extra_from[side_index(role)].get_or_insert_with(|| v.label.clone());
+                }
+            }
+        }
+        for r in Role::BOTH {
+            let extra = std::mem::take(&mut self.extra[side_index(r)]);
+            if !extra.is_empty() {
+                let path = vec![Value::from(r.as_str()), Value::from("extra_args")];
+                path_set(&mut self.doc, &path, Value::Array(extra.into_iter().map(Value::String).collect()));
+            }
+        }
+        for r in Role::BOTH {
+            let gpus: Vec<Option<crate::deployment::Gpu>> =
+                group.servers.iter().filter(|s| s.view.role.or(s.intended) == Some(r)).map(|s| s.view.gpu).collect();
+            if let Some(Some(g)) = gpus.first() {
+                if gpus.iter().all(|x| *x == Some(*g)) {
+                    self.doc[r.as_str()]["gpu"] = serde_json::to_value(g).expect("gpu serializes");
+                }
+            }
+        }
+        self.env();
+        self.router();
+        let mut deployment: Deployment =
+            serde_json::from_value(self.doc.clone()).map_err(|e| format!("cannot build a deployment: {e}"))?;
+        self.pin_gpus(&mut deployment);
+        Ok(Reconstructed { deployment, notes: self.notes })
+    }
+
+    /// Makes `base_gpu_id` explicit where the plan's default placement (after the GPUs of
+    /// processes rendered earlier on the same host) differs from the GPU the server really starts
+    /// at (`--base-gpu-id`, default 0).
+    fn pin_gpus(&self, d: &mut Deployment) {
+        for _ in 0..8 {
+            let plan = crate::plan::plan(d);
+            let mut changed = false;
+            for s in &self.group.servers {
+                let Some(role) = s.view.role.or(s.intended) else { continue };
+                let Some(&(_, _, k)) = self.instances.iter().find(|(r, i, _)| *r == role && *i == s.view.instance)
+                else {
+                    continue;
+                };
+                let want = s.view.int("base_gpu_id").and_then(|b| u32::try_from(b).ok()).unwrap_or(0);
+                let planned = plan
+                    .servers
+                    .iter()
+                    .find(|p| p.role == role && p.instance == k && p.node == s.view.node)
+                    .map(|p| p.gpus.0);
+                if planned.is_some_and(|p| p != want) {
+                    if let Some(node) = d.side_mut(role).instances.get_mut(k).and_then(|i| i.nodes.get_mut(s.view.node))
+                    {
+                        node.base_gpu_id = Some(want);
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+    }
+
+    fn set_field(&mut self, f: &'static Flag, u: &ArgUse, v: &ServerView, role: Role) -> bool {
+        let Some(value) = json_value(f, u) else { return false };
+        let Some(path) = self.field_path(f.field, role, v.instance, v.node) else { return false };
+        // `Node.*`: every node has its own; `Instance.*`: node 0 speaks for the instance.
+        if f.field.starts_with("Instance.") && v.node != 0 {
+            return true;
+        }
+        let shared = ["Model.", "Shared.", "Speculative."].iter().any(|p| f.field.starts_with(p));
+        let side = ["Side.", "HiCache."].iter().any(|p| f.field.starts_with(p));
+        if shared || side {
+            if let Some(prev) = path_get(&self.doc, &path).cloned() {
+                if prev != value && !(f.field == "Model.path" && prev == Value::String(u.value.as_text())) {
+                    let scope = if shared { "both sides" } else { "the whole side" };
+                    self.notes.push(format!(
+                        "{} has `{} {}` but an earlier server has {prev}; the deployment renders {prev} on {scope}",
+                        v.label,
+                        u.spelling,
+                        u.value.as_text()
+                    ));
+                }
+                return true;
+            }
+        }
+        self.try_set(&path, value)
+    }
+
+    fn env(&mut self) {
+        let group = self.group;
+        let valid = |k: &str| {
+            k.bytes().next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+                && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        };
+        let all: Vec<&std::collections::BTreeMap<String, String>> = group.servers.iter().map(|s| &s.view.env).collect();
+        let Some(first) = all.first() else { return };
+        let mut shared = Map::new();
+        for (k, v) in first.iter() {
+            if valid(k) && all.iter().all(|e| e.get(k) == Some(v)) {
+                shared.insert(k.clone(), Value::String(v.clone()));
+            }
+        }
+        for r in Role::BOTH {
+            let side: Vec<&super::ServerEntry> =
+                group.servers.iter().filter(|s| s.view.role.or(s.intended) == Some(r)).collect();
+            let Some(head) = side.first() else { continue };
+            let mut env = Map::new();
+            for (k, v) in &head.view.env {
+                if valid(k) && !shared.contains_key(k) {
+                    if side.iter().all(|s| s.view.env.get(k) == Some(v)) {
+                        env.insert(k.clone(), Value::String(v.clone()));
+                    } else {
+                        self.notes
+                            .push(format!("`{k}` differs between {r} servers; kept `{v}` from {}", head.view.label));
+                        env.insert(k.clone(), Value::String(v.clone()));
+                    }
+                }
+            }
+            if !env.is_empty() {
+                self.doc[r.as_str()]["env"] = Value::Object(env);
+            }
+        }
+        if !shared.is_empty() {
+            self.doc["shared"]["env"] = Value::Object(shared);
+        }
+    }
+
+    fn router(&mut self) {
+        let Some(r) = &self.group.router else {
+            self.notes.push("no router found: the deployment's router listens on 0.0.0.0:8000".into());
+            return;
+        };
+        let v = &r.view;
+        let mut extra: Vec<String> = Vec::new();
+        for p in &v.parsed.problems {
+            let end = v.parsed.uses.iter().map(|u| u.index).filter(|&i| i > p.index).min().unwrap_or(v.tokens.len());
+            extra.extend(v.tokens[p.index..end].iter().cloned());
+        }
+        let mut router = Map::new();
+        for u in &v.parsed.uses {
+            if matches!(u.dest.as_str(), "prefill" | "decode" | "pd_disaggregation") {
+                continue;
+            }
+            if v.parsed.last_use(&u.dest).map(|l| l.index) != Some(u.index) {
+                continue;
+            }
+            let next = v.parsed.uses.iter().map(|x| x.index).filter(|&i| i > u.index).min().unwrap_or(v.tokens.len());
+            let flag = flags::ROUTER_FLAGS.iter().copied().find(|f| f.dest == u.dest && !f.field.is_empty());
+            let set = flag.and_then(|f| {
+                let prop = f.field.strip_prefix("Router.")?;
+                let value = json_value(f, u)?;
+                let mut trial = self.doc.clone();
+                let mut rm = router.clone();
+                rm.insert(prop.to_owned(), value.clone());
+                trial["router"] = Value::Object(rm);
+                Self::valid(&trial).then(|| router.insert(prop.to_owned(), value))
+            });
+            if set.is_none() {
+                extra.extend(v.tokens[u.index..next].iter().cloned());
+            }
+        }
+        if !router.contains_key("port") {
+            router.insert("port".into(), Value::from(v.port));
+            self.notes.push(format!("the router gives no --port (its default is {}); kept it explicit", v.port));
+        }
+        if !router.contains_key("host") {
+            router.insert("host".into(), Value::String(v.host.clone()));
+        }
+        if !extra.is_empty() {
+            router.insert("extra_args".into(), Value::Array(extra.into_iter().map(Value::String).collect()));
+        }
+        let env: Map<String, Value> =
+            self.linted.launches[r.launch].env.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
+        if !env.is_empty() {
+            router.insert("env".into(), Value::Object(env));
+        }
+        let mut trial = self.doc.clone();
+        trial["router"] = Value::Object(router);
+        if Self::valid(&trial) {
+            self.doc = trial;
+        }
+        // Entries the deployment renders from the prefill side: say where the router disagreed.
+        if let Ok(d) = serde_json::from_value::<Deployment>(self.doc.clone()) {
+            let addrs = instance_addrs(&d);
+            for (i, e) in v.prefills.iter().enumerate() {
+                let Some(a) = addrs.get(&(Role::Prefill, i)) else {
+                    self.notes.push(format!(
+                        "router entry {i} (`--prefill http://{}:{}`) has no prefill instance",
+                        e.host, e.port
+                    ));
+                    continue;
+                };
+                if e.bootstrap_port.is_some_and(|b| b != a.bootstrap_port) {
+                    self.notes.push(format!(
+                        "router entry `--prefill http://{}:{}` gives bootstrap port {}, the prefill binds {}; the deployment \
+                         renders {}",
+                        e.host,
+                        e.port,
+                        e.bootstrap_port.unwrap_or_default(),
+                        a.bootstrap_port,
+                        a.bootstrap_port
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// A role-specific spelling on the other role's server (e.g. `--cuda-graph-max-bs-prefill` on a
+/// decode): kept verbatim, since the side's field renders the other spelling.
+fn role_specific_mismatch(f: &Flag, role: Role) -> bool {
+    let name = f.name;
+    match role {
+        Role::Prefill => {
+            name.ends_with("-decode") || name == "--disable-decode-cuda-graph" || name == "--cuda-graph-max-bs"
+        }
+        Role::Decode => name.ends_with("-prefill") || name == "--disable-prefill-cuda-graph",
+    }
+}
+
+/// Makes a deployment's implicit, rendering-derived values explicit, and drops what command lines
+/// cannot carry, so that two deployments that render the same commands compare equal.
+pub fn normalize(d: &Deployment) -> Deployment {
+    let mut n = d.clone();
+    let addrs = instance_addrs(d);
+    let plan = crate::plan::plan(d);
+    for r in Role::BOTH {
+        let side = n.side_mut(r);
+        side.gpu = None;
+        for (i, inst) in side.instances.iter_mut().enumerate() {
+            let a = &addrs[&(r, i)];
+            inst.port = Some(a.port);
+            inst.bootstrap_port = (r == Role::Prefill).then_some(a.bootstrap_port);
+            inst.dist_init_port = a.dist_init_port;
+            for (k, node) in inst.nodes.iter_mut().enumerate() {
+                node.gpus = None;
+                node.gpus_installed = None;
+                let p = plan.servers.iter().find(|p| p.role == r && p.instance == i && p.node == k);
+                node.base_gpu_id = p.map(|p| p.gpus.0);
+            }
+        }
+    }
+    n.model.geometry = None;
+    n.launcher.config_dir = crate::deployment::Launcher::default().config_dir;
+    n
+}

@@ -1,0 +1,774 @@
+//! A POSIX/bash word reader good enough for launch scripts: quotes (`'…'`, `"…"`, `$'…'`),
+//! backslash escapes and line continuations, comments, command separators, redirections, here
+//! documents, `VAR=value` assignments and prefixes, `export`, and `$VAR`/`${VAR}`/`${VAR:-x}`
+//! expansion from what the script assigned. A variable the script never sets (the environment,
+//! a scheduler, a positional parameter) or a command substitution stays symbolic: its word keeps
+//! the text as written and remembers what it depends on.
+//!
+//! Every output byte keeps its source offset, so words inside `bash -c "…"` strings, inside YAML
+//! scalars or inside variable values still point at the file, line and column they came from.
+
+use std::collections::HashMap;
+
+use super::source::{Embed, SrcMap, Word};
+
+/// A variable's value and, when it was written literally, where each byte came from.
+#[derive(Clone, Debug)]
+pub struct VarValue {
+    /// The value, or `None` when the script sets it to something only known at run time.
+    pub text: Option<String>,
+    /// Source offset of each byte of `text`.
+    pub map: Vec<usize>,
+}
+
+/// Shell variables the script has assigned so far, and the exported ones.
+#[derive(Clone, Debug, Default)]
+pub struct Vars {
+    values: HashMap<String, VarValue>,
+    /// Names exported to child processes, in assignment order.
+    pub exported: Vec<String>,
+}
+
+impl Vars {
+    /// Sets `name`.
+    pub fn set(&mut self, name: &str, value: VarValue) {
+        self.values.insert(name.to_owned(), value);
+    }
+    /// The value of `name`: `None` when never set; `Some(None)` when set to an unknown value.
+    pub fn get(&self, name: &str) -> Option<&VarValue> {
+        self.values.get(name)
+    }
+    /// Marks `name` exported.
+    pub fn export(&mut self, name: &str) {
+        if !self.exported.iter().any(|n| n == name) {
+            self.exported.push(name.to_owned());
+        }
+    }
+    /// The exported variables with known values.
+    pub fn env(&self) -> Vec<(String, String)> {
+        self.exported
+            .iter()
+            .filter_map(|n| self.values.get(n).and_then(|v| v.text.clone()).map(|t| (n.clone(), t)))
+            .collect()
+    }
+}
+
+/// A word as read, with the position of an assignment's `=` when it is one.
+#[derive(Clone, Debug)]
+pub struct LexWord {
+    /// The word.
+    pub word: Word,
+    /// Byte index in `word.text` of the `=` of `NAME=value`.
+    pub eq: Option<usize>,
+    /// Source offsets of every byte of `word.text`.
+    pub table: Vec<usize>,
+}
+
+/// One simple command and the here-documents that follow its line.
+#[derive(Clone, Debug, Default)]
+pub struct Command {
+    /// The words, redirections removed.
+    pub words: Vec<LexWord>,
+    /// Here-document bodies, as (start, end) byte ranges of the lexer's text.
+    pub heredocs: Vec<(usize, usize)>,
+}
+
+/// Reads commands from shell text one at a time, so that assignments made by a command apply to
+/// the expansions of the next ones.
+pub struct Lexer<'a> {
+    s: &'a [u8],
+    text: &'a str,
+    pos: usize,
+    map: &'a SrcMap,
+    file: usize,
+    nested: bool,
+    pending: Vec<(String, bool)>,
+    heredocs: Vec<(usize, usize)>,
+    out: String,
+    table: Vec<usize>,
+    /// Per output byte: produced by an unquoted expansion (subject to word splitting).
+    split: Vec<bool>,
+    unknown: Vec<String>,
+    quoted_any: bool,
+}
+
+fn is_name_start(b: u8) -> bool {
+    b.is_ascii_alphabetic() || b == b'_'
+}
+fn is_name(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+impl<'a> Lexer<'a> {
+    /// A lexer over `text`, whose byte `i` is source byte `map.at(i)` of file `file`.
+    pub fn new(text: &'a str, map: &'a SrcMap, file: usize, nested: bool) -> Lexer<'a> {
+        Lexer {
+            s: text.as_bytes(),
+            text,
+            pos: 0,
+            map,
+            file,
+            nested,
+            pending: Vec::new(),
+            heredocs: Vec::new(),
+            out: String::new(),
+            table: Vec::new(),
+            split: Vec::new(),
+            unknown: Vec::new(),
+            quoted_any: false,
+        }
+    }
+
+    fn peek(&self, k: usize) -> Option<u8> {
+        self.s.get(self.pos + k).copied()
+    }
+
+    /// Reads the next command; `None` at the end of the text.
+    pub fn next_command(&mut self, vars: &Vars) -> Option<Command> {
+        let mut cmd = Command::default();
+        loop {
+            // Blanks and line continuations.
+            while let Some(b) = self.peek(0) {
+                if b == b' ' || b == b'\t' || b == b'\r' {
+                    self.pos += 1;
+                } else if b == b'\\' && self.peek(1) == Some(b'\n') {
+                    self.pos += 2;
+                } else if b == b'\\' && self.peek(1) == Some(b'\r') && self.peek(2) == Some(b'\n') {
+                    self.pos += 3;
+                } else {
+                    break;
+                }
+            }
+            let Some(b) = self.peek(0) else {
+                cmd.heredocs.append(&mut self.heredocs);
+                return (!cmd.words.is_empty() || !cmd.heredocs.is_empty()).then_some(cmd);
+            };
+            match b {
+                b'#' => {
+                    while self.peek(0).is_some_and(|c| c != b'\n') {
+                        self.pos += 1;
+                    }
+                }
+                b'\n' => {
+                    self.pos += 1;
+                    self.read_heredoc_bodies();
+                    if !cmd.words.is_empty() || !self.heredocs.is_empty() {
+                        cmd.heredocs.append(&mut self.heredocs);
+                        return Some(cmd);
+                    }
+                }
+                b';' | b'&' | b'|' | b'(' | b')' => {
+                    self.pos += 1;
+                    while self.peek(0).is_some_and(|c| matches!(c, b';' | b'&' | b'|')) {
+                        self.pos += 1;
+                    }
+                    if !cmd.words.is_empty() {
+                        return Some(cmd);
+                    }
+                }
+                b'<' | b'>' => self.redirection(vars),
+                b'0'..=b'9' if self.is_fd_redirect() => {
+                    while self.peek(0).is_some_and(|c| c.is_ascii_digit()) {
+                        self.pos += 1;
+                    }
+                    self.redirection(vars);
+                }
+                _ => {
+                    self.word(vars, &mut cmd.words);
+                }
+            }
+        }
+    }
+
+    fn is_fd_redirect(&self) -> bool {
+        let mut k = 0;
+        while self.peek(k).is_some_and(|c| c.is_ascii_digit()) {
+            k += 1;
+        }
+        matches!(self.peek(k), Some(b'<' | b'>'))
+    }
+
+    /// A redirection operator and its target, both dropped; `<<` registers a here-document.
+    fn redirection(&mut self, vars: &Vars) {
+        let first = self.s[self.pos];
+        self.pos += 1;
+        if first == b'<' && self.peek(0) == Some(b'<') {
+            self.pos += 1;
+            if self.peek(0) == Some(b'<') {
+                // Here-string: the next word is its text.
+                self.pos += 1;
+                self.skip_blanks();
+                self.discard_word(vars);
+                return;
+            }
+            let strip = self.peek(0) == Some(b'-');
+            if strip {
+                self.pos += 1;
+            }
+            self.skip_blanks();
+            let mut got = Vec::new();
+            self.word(vars, &mut got);
+            if let Some(w) = got.into_iter().next() {
+                self.pending.push((w.word.text, strip));
+            }
+            return;
+        }
+        while self.peek(0).is_some_and(|c| matches!(c, b'>' | b'&' | b'|')) {
+            self.pos += 1;
+        }
+        if self.peek(0) == Some(b'-') {
+            self.pos += 1;
+            return;
+        }
+        self.skip_blanks();
+        if self.peek(0).is_some_and(|c| !matches!(c, b'\n' | b';' | b'&' | b'|' | b'(' | b')' | b'<' | b'>')) {
+            self.discard_word(vars);
+        }
+    }
+
+    fn skip_blanks(&mut self) {
+        while self.peek(0).is_some_and(|c| c == b' ' || c == b'\t') {
+            self.pos += 1;
+        }
+    }
+
+    /// After a newline: the bodies of the here-documents opened on the line just ended.
+    fn read_heredoc_bodies(&mut self) {
+        for (delim, strip) in std::mem::take(&mut self.pending) {
+            let start = self.pos;
+            loop {
+                if self.pos >= self.s.len() {
+                    self.heredocs.push((start, self.s.len()));
+                    break;
+                }
+                let line_start = self.pos;
+                let line_end =
+                    self.s[self.pos..].iter().position(|&c| c == b'\n').map_or(self.s.len(), |k| self.pos + k);
+                let mut line = &self.text[line_start..line_end];
+                line = line.trim_end_matches('\r');
+                if strip {
+                    line = line.trim_start_matches('\t');
+                }
+                self.pos = (line_end + 1).min(self.s.len());
+                if line == delim {
+                    self.heredocs.push((start, line_start));
+                    break;
+                }
+            }
+        }
+    }
+
+    fn push(&mut self, b: u8, at: usize, split: bool) {
+        // Bytes are pushed whole-character at a time by the callers, so `out` stays UTF-8.
+        self.out.push(b as char);
+        self.table.push(self.map.at(at));
+        self.split.push(split);
+    }
+
+    /// Pushes the character starting at `self.pos` verbatim and advances past it.
+    fn push_char(&mut self) {
+        let ch_len = utf8_len(self.s[self.pos]);
+        let end = (self.pos + ch_len).min(self.s.len());
+        let start = self.pos;
+        match self.text.get(start..end) {
+            Some(ch) => {
+                self.out.push_str(ch);
+                for i in start..end {
+                    self.table.push(self.map.at(i));
+                    self.split.push(false);
+                }
+            }
+            None => {
+                self.out.push('\u{fffd}');
+                for _ in 0..3 {
+                    self.table.push(self.map.at(start));
+                    self.split.push(false);
+                }
+            }
+        }
+        self.pos = end.max(start + 1);
+    }
+
+    /// Reads one word (or several, when an unquoted expansion splits).
+    fn discard_word(&mut self, vars: &Vars) {
+        let mut sink = Vec::new();
+        self.word(vars, &mut sink);
+    }
+
+    /// Reads one word (or several, when an unquoted expansion splits) into `out`.
+    fn word(&mut self, vars: &Vars, out: &mut Vec<LexWord>) {
+        self.out.clear();
+        self.table.clear();
+        self.split.clear();
+        self.unknown.clear();
+        self.quoted_any = false;
+        let raw_start = self.pos;
+        let mut eq: Option<usize> = None;
+        let mut name_ok = true;
+        while let Some(b) = self.peek(0) {
+            match b {
+                b' ' | b'\t' | b'\n' | b'\r' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')' => {
+                    // `$(` is handled inside; a bare `(` after `=` starts an array: keep it literal.
+                    if b == b'(' && eq.is_some() && self.out.len() == eq.unwrap_or(0) + 1 {
+                        self.skip_balanced(b'(', b')');
+                        let raw = self.text[raw_start..self.pos].to_owned();
+                        self.unknown.push(raw);
+                        continue;
+                    }
+                    break;
+                }
+                b'\\' => {
+                    name_ok &= eq.is_some();
+                    match self.peek(1) {
+                        Some(b'\n') => self.pos += 2,
+                        Some(_) => {
+                            self.pos += 1;
+                            self.quoted_any = true;
+                            self.push_char();
+                        }
+                        None => self.pos += 1,
+                    }
+                }
+                b'\'' => {
+                    name_ok = false;
+                    self.quoted_any = true;
+                    self.pos += 1;
+                    while let Some(c) = self.peek(0) {
+                        if c == b'\'' {
+                            break;
+                        }
+                        self.push_char();
+                    }
+                    self.pos += 1;
+                }
+                b'"' => {
+                    name_ok = false;
+                    self.quoted_any = true;
+                    self.pos += 1;
+                    self.double_quoted(vars);
+                }
+                b'`' => {
+                    name_ok = false;
+                    let start = self.pos;
+                    self.pos += 1;
+                    while let Some(c) = self.peek(0) {
+                        self.pos += 1;
+                        if c == b'\\' {
+                            self.pos += 1;
+                        } else if c == b'`' {
+                            break;
+                        }
+                    }
+                    let end = self.pos.min(self.s.len());
+                    self.symbolic_raw(start, end);
+                }
+                b'$' => {
+                    name_ok = false;
+                    if self.peek(1) == Some(b'\'') {
+                        self.quoted_any = true;
+                        self.pos += 2;
+                        self.ansi_c();
+                    } else if self.peek(1) == Some(b'"') {
+                        self.pos += 1;
+                    } else {
+                        self.dollar(vars, true);
+                    }
+                }
+                b'=' if eq.is_none() && name_ok && !self.out.is_empty() => {
+                    eq = Some(self.out.len());
+                    self.push_char();
+                }
+                _ => {
+                    if eq.is_none() && !(is_name(b) && (is_name_start(b) || !self.out.is_empty())) {
+                        name_ok = false;
+                    }
+                    self.push_char();
+                }
+            }
+        }
+        let raw_end = self.pos.min(self.s.len());
+        let eq = eq.filter(|_| self.out.as_bytes().first().is_some_and(|&c| is_name_start(c)));
+        self.finish(raw_start, raw_end, eq, out);
+    }
+
+    /// Builds the word(s) just read, splitting on whitespace produced by unquoted expansions.
+    fn finish(&mut self, raw_start: usize, raw_end: usize, eq: Option<usize>, out: &mut Vec<LexWord>) {
+        // The scratch buffers keep their capacity; words get exact-size copies.
+        let unknown = std::mem::take(&mut self.unknown);
+        let needs_split = eq.is_none()
+            && self.out.bytes().zip(&self.split).any(|(b, &s)| s && (b == b' ' || b == b'\t' || b == b'\n'));
+        if !needs_split {
+            let text = self.out.clone();
+            let table = &self.table;
+            if text.is_empty() && !self.quoted_any && unknown.is_empty() {
+                return;
+            }
+            let keep_map = eq.is_some() || text.bytes().any(|b| b.is_ascii_whitespace());
+            let (mut start, mut end) = (
+                self.map.at(raw_start),
+                if raw_end > raw_start { self.map.at(raw_end - 1) + 1 } else { self.map.at(raw_start) },
+            );
+            let mut nested = self.nested;
+            // A word made wholly of one variable's literal value points at that value, where the
+            // script assigned it (that is what a fix edits).
+            if let (Some(&first), Some(&last)) = (table.first(), table.last()) {
+                let contiguous = table.windows(2).all(|w| w[1] == w[0] + 1);
+                if contiguous && (first < start || first >= end) && self.s.get(raw_start) == Some(&b'$') {
+                    (start, end, nested) = (first, last + 1, true);
+                }
+            }
+            let word = Word {
+                text,
+                file: self.file,
+                start,
+                end,
+                unknown,
+                map: keep_map.then(|| SrcMap::Table(table.clone())),
+                embed: Embed::Shell { nested },
+            };
+            let table = if eq.is_some() { table.clone() } else { Vec::new() };
+            out.push(LexWord { word, eq, table });
+            return;
+        }
+        let text = self.out.clone();
+        let table = self.table.clone();
+        let split = self.split.clone();
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            while i < bytes.len() && split[i] && bytes[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            let start = i;
+            while i < bytes.len() && !(split[i] && bytes[i].is_ascii_whitespace()) {
+                i += 1;
+            }
+            if start == i {
+                continue;
+            }
+            let piece = &text[start..i];
+            let t = table[start..i].to_vec();
+            let keep_map = piece.bytes().any(|b| b.is_ascii_whitespace());
+            out.push(LexWord {
+                word: Word {
+                    text: piece.to_owned(),
+                    file: self.file,
+                    start: t[0],
+                    end: t[t.len() - 1] + 1,
+                    unknown: unknown.iter().filter(|u| piece.contains(u.as_str())).cloned().collect(),
+                    map: keep_map.then(|| SrcMap::Table(t.clone())),
+                    embed: Embed::Shell { nested: true },
+                },
+                eq: None,
+                table: t,
+            });
+        }
+    }
+
+    fn double_quoted(&mut self, vars: &Vars) {
+        while let Some(c) = self.peek(0) {
+            match c {
+                b'"' => {
+                    self.pos += 1;
+                    return;
+                }
+                b'\\' => match self.peek(1) {
+                    Some(b'$' | b'`' | b'"' | b'\\') => {
+                        self.pos += 1;
+                        self.push_char();
+                    }
+                    Some(b'\n') => self.pos += 2,
+                    _ => self.push_char(),
+                },
+                b'$' => self.dollar(vars, false),
+                b'`' => {
+                    let start = self.pos;
+                    self.pos += 1;
+                    while let Some(c) = self.peek(0) {
+                        self.pos += 1;
+                        if c == b'\\' {
+                            self.pos += 1;
+                        } else if c == b'`' {
+                            break;
+                        }
+                    }
+                    let end = self.pos.min(self.s.len());
+                    self.symbolic_raw(start, end);
+                }
+                _ => self.push_char(),
+            }
+        }
+    }
+
+    fn ansi_c(&mut self) {
+        while let Some(c) = self.peek(0) {
+            match c {
+                b'\'' => {
+                    self.pos += 1;
+                    return;
+                }
+                b'\\' => {
+                    let at = self.pos;
+                    let e = self.peek(1);
+                    self.pos += 2;
+                    let ch = match e {
+                        Some(b'n') => b'\n',
+                        Some(b't') => b'\t',
+                        Some(b'r') => b'\r',
+                        Some(b'\\') => b'\\',
+                        Some(b'\'') => b'\'',
+                        Some(b'"') => b'"',
+                        Some(b'e') | Some(b'E') => 0x1b,
+                        Some(b'a') => 7,
+                        Some(b'b') => 8,
+                        Some(b'v') => 11,
+                        Some(b'f') => 12,
+                        Some(b'0') => 0,
+                        Some(other) if other < 0x80 => {
+                            self.push(b'\\', at, false);
+                            other
+                        }
+                        _ => {
+                            self.pos = at + 1;
+                            b'\\'
+                        }
+                    };
+                    self.push(ch, at, false);
+                }
+                _ => self.push_char(),
+            }
+        }
+    }
+
+    /// Skips from an opening bracket to its match, honouring quotes; `self.pos` is on the opener.
+    fn skip_balanced(&mut self, open: u8, close: u8) {
+        let mut depth = 0usize;
+        while let Some(c) = self.peek(0) {
+            self.pos += 1;
+            match c {
+                b'\\' => self.pos += 1,
+                b'\'' => {
+                    while self.peek(0).is_some_and(|c| c != b'\'') {
+                        self.pos += 1;
+                    }
+                    self.pos += 1;
+                }
+                b'"' => {
+                    while let Some(c) = self.peek(0) {
+                        self.pos += 1;
+                        if c == b'\\' {
+                            self.pos += 1;
+                        } else if c == b'"' {
+                            break;
+                        }
+                    }
+                }
+                _ if c == open => depth += 1,
+                _ if c == close => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.pos = self.pos.min(self.s.len());
+    }
+
+    /// `$…` at `self.pos`.
+    fn dollar(&mut self, vars: &Vars, unquoted: bool) {
+        let start = self.pos;
+        match self.peek(1) {
+            Some(b'(') => {
+                self.pos += 1;
+                self.skip_balanced(b'(', b')');
+                let end = self.pos;
+                self.symbolic_raw(start, end);
+            }
+            Some(b'{') => {
+                self.pos += 1;
+                self.skip_balanced(b'{', b'}');
+                let end = self.pos;
+                let inner = self.text.get(start + 2..end.saturating_sub(1).max(start + 2)).unwrap_or("");
+                self.expand(vars, inner, start, end, unquoted);
+            }
+            Some(c) if is_name_start(c) => {
+                self.pos += 1;
+                while self.peek(0).is_some_and(is_name) {
+                    self.pos += 1;
+                }
+                let end = self.pos;
+                let name = self.text[start + 1..end].to_owned();
+                self.expand(vars, &name, start, end, unquoted);
+            }
+            Some(c) if c.is_ascii_digit() || b"@*#?$!-".contains(&c) => {
+                self.pos += 2;
+                let end = self.pos;
+                self.symbolic_raw(start, end);
+            }
+            _ => {
+                self.push(b'$', start, false);
+                self.pos += 1;
+            }
+        }
+    }
+
+    /// A command substitution, arithmetic or special parameter: symbolic, written as is.
+    fn symbolic_raw(&mut self, start: usize, end: usize) {
+        let end = end.min(self.s.len());
+        let raw = &self.text[start..end];
+        for (k, ch) in raw.char_indices() {
+            self.out.push(ch);
+            for _ in 0..ch.len_utf8() {
+                self.table.push(self.map.at(start + k));
+                self.split.push(false);
+            }
+        }
+        self.unknown.push(raw.to_owned());
+    }
+
+    /// Expands `${inner}` (or `$inner`), the raw text spanning `start..end`.
+    fn expand(&mut self, vars: &Vars, inner: &str, start: usize, end: usize, unquoted: bool) {
+        let name_len = inner.bytes().take_while(|&b| is_name(b)).count();
+        let (name, op) = inner.split_at(name_len);
+        let value = if name.is_empty() || !is_name_start(name.as_bytes()[0]) {
+            None
+        } else {
+            match (vars.get(name), op) {
+                (Some(v), "") => v.text.as_ref().map(|t| (t.clone(), Some(v.map.clone()))),
+                (Some(v), o) if o.starts_with(":-") || o.starts_with(":=") => match &v.text {
+                    Some(t) if !t.is_empty() => Some((t.clone(), Some(v.map.clone()))),
+                    Some(_) => literal_default(&o[2..], start + 2 + name_len + 2),
+                    None => None,
+                },
+                (Some(v), o) if o.starts_with('-') || o.starts_with('=') => {
+                    v.text.as_ref().map(|t| (t.clone(), Some(v.map.clone())))
+                }
+                (None, o) if o.starts_with(":-") || o.starts_with(":=") => {
+                    literal_default(&o[2..], start + 2 + name_len + 2)
+                }
+                (None, o) if o.starts_with('-') || o.starts_with('=') => {
+                    literal_default(&o[1..], start + 2 + name_len + 1)
+                }
+                _ => None,
+            }
+        };
+        match value {
+            Some((text, map)) => {
+                let map = map.filter(|m| m.len() == text.len());
+                for (k, ch) in text.char_indices() {
+                    self.out.push(ch);
+                    for j in 0..ch.len_utf8() {
+                        self.table.push(map.as_ref().map_or_else(|| self.map.at(start), |m| m[k + j]));
+                        self.split.push(unquoted);
+                    }
+                }
+            }
+            None => {
+                let end = end.min(self.s.len());
+                self.symbolic_raw(start, end);
+            }
+        }
+    }
+}
+
+/// A `${X:-default}` default, when it is literal text (else the expansion stays symbolic). Its
+/// bytes map to the source through the caller's table, so offsets are left to the caller.
+fn literal_default(d: &str, _at: usize) -> Option<(String, Option<Vec<usize>>)> {
+    let lit = d.bytes().all(|b| !matches!(b, b'$' | b'`' | b'"' | b'\'' | b'\\'));
+    lit.then(|| (d.to_owned(), None))
+}
+
+fn utf8_len(b: u8) -> usize {
+    match b {
+        0xF0..=0xF7 => 4,
+        0xE0..=0xEF => 3,
+        0xC0..=0xDF => 2,
+        _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn commands(text: &str) -> Vec<Vec<String>> {
+        let map = SrcMap::Offset(0);
+        let mut lx = Lexer::new(text, &map, 0, false);
+        let mut vars = Vars::default();
+        let mut out = Vec::new();
+        while let Some(c) = lx.next_command(&vars) {
+            if c.words.len() == 1 {
+                if let Some(eq) = c.words[0].eq {
+                    let w = &c.words[0];
+                    vars.set(
+                        &w.word.text[..eq],
+                        VarValue { text: Some(w.word.text[eq + 1..].to_owned()), map: w.table[eq + 1..].to_vec() },
+                    );
+                }
+            }
+            out.push(c.words.iter().map(|w| w.word.text.clone()).collect());
+        }
+        out
+    }
+
+    #[test]
+    fn quotes_escapes_and_continuations() {
+        let c = commands("python3 -m x \\\n  --a 'b c' \"d\\\"e\" f\\ g $'h\\ti' # comment\nnext");
+        assert_eq!(c[0], ["python3", "-m", "x", "--a", "b c", "d\"e", "f g", "h\ti"]);
+        assert_eq!(c[1], ["next"]);
+    }
+
+    #[test]
+    fn operators_and_redirections() {
+        let c = commands("a 2>&1 >log.txt; b && c | d & e <in");
+        assert_eq!(c, vec![vec!["a"], vec!["b"], vec!["c"], vec!["d"], vec!["e"]]);
+    }
+
+    #[test]
+    fn variables_expand_split_or_stay_symbolic() {
+        let c = commands("PS=64\nARGS=\"--tp 2 --pp-size 1\"\nx --page-size $PS $ARGS ${UNSET} ${D:-7} \"$ARGS\"");
+        assert_eq!(
+            c[2],
+            ["x", "--page-size", "64", "--tp", "2", "--pp-size", "1", "${UNSET}", "7", "--tp 2 --pp-size 1"]
+        );
+    }
+
+    #[test]
+    fn positions_of_expanded_values_point_at_the_assignment() {
+        let text = "PS=64\nx --page-size $PS";
+        let map = SrcMap::Offset(0);
+        let mut lx = Lexer::new(text, &map, 0, false);
+        let mut vars = Vars::default();
+        let a = lx.next_command(&vars).unwrap();
+        let w = &a.words[0];
+        let eq = w.eq.unwrap();
+        vars.set("PS", VarValue { text: Some("64".into()), map: w.table[eq + 1..].to_vec() });
+        let b = lx.next_command(&vars).unwrap();
+        assert_eq!(b.words[2].word.start, 3);
+        assert_eq!(b.words[2].word.end, 5);
+    }
+
+    #[test]
+    fn heredoc_bodies_are_returned() {
+        let map = SrcMap::Offset(0);
+        let text = "ssh host bash <<'EOF'\npython -m a\nEOF\nafter";
+        let mut lx = Lexer::new(text, &map, 0, false);
+        let vars = Vars::default();
+        let c = lx.next_command(&vars).unwrap();
+        assert_eq!(c.heredocs.len(), 1);
+        let (s, e) = c.heredocs[0];
+        assert_eq!(&text[s..e], "python -m a\n");
+        assert_eq!(lx.next_command(&vars).unwrap().words[0].word.text, "after");
+    }
+
+    #[test]
+    fn command_substitution_is_symbolic() {
+        let map = SrcMap::Offset(0);
+        let mut lx = Lexer::new("x --host $(hostname -i) `id`", &map, 0, false);
+        let c = lx.next_command(&Vars::default()).unwrap();
+        assert_eq!(c.words[2].word.text, "$(hostname -i)");
+        assert!(c.words[2].word.is_symbolic() && c.words[3].word.is_symbolic());
+    }
+}

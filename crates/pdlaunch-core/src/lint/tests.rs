@@ -1,0 +1,250 @@
+//! The linter end to end on small texts: the seed's page-size scenario in every variant, equal
+//! settings spelled differently, symbolic values, `--config` files, fixes and reconstruction.
+
+use super::*;
+
+fn inputs(files: &[(&str, &str)]) -> Vec<Input> {
+    files
+        .iter()
+        .map(|(n, t)| match n.strip_prefix("config:") {
+            Some(c) => Input::config(c, *t),
+            None => Input::new(*n, *t),
+        })
+        .collect()
+}
+
+fn run(files: &[(&str, &str)]) -> Linted {
+    lint(&inputs(files), &Options::default())
+}
+
+/// Fixes everything fixable and returns the new texts of all files (unchanged ones included).
+fn fixed(files: &[(&str, &str)]) -> Vec<String> {
+    let out = fix::fix_all(&inputs(files), &Options::default());
+    files
+        .iter()
+        .map(|(n, t)| {
+            let name = n.strip_prefix("config:").unwrap_or(n);
+            out.iter().find(|f| f.name == name).map_or_else(|| (*t).to_owned(), |f| f.after.clone())
+        })
+        .collect()
+}
+
+fn codes(l: &Linted) -> Vec<&'static str> {
+    l.findings.iter().filter(|f| f.finding.severity != Severity::Note).map(|f| f.finding.code).collect()
+}
+
+fn notes(l: &Linted) -> Vec<&'static str> {
+    l.findings.iter().filter(|f| f.finding.severity == Severity::Note).map(|f| f.finding.code).collect()
+}
+
+/// A docs-style 1P1D on one machine; `{P}`/`{D}` are the extra prefill/decode arguments.
+fn pd(p: &str, d: &str) -> String {
+    format!(
+        "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --disaggregation-mode prefill \
+         --port 30000 --disaggregation-ib-device mlx5_roce0{p} &\n\
+         python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --disaggregation-mode decode \
+         --port 30001 --base-gpu-id 4 --disaggregation-ib-device mlx5_roce0{d} &\n\
+         python -m sglang_router.launch_router --pd-disaggregation --prefill http://127.0.0.1:30000 \
+         --decode http://127.0.0.1:30001 --host 0.0.0.0 --port 8000\n"
+    )
+}
+
+#[test]
+fn docs_example_is_clean() {
+    let l = run(&[("pd.sh", &pd("", ""))]);
+    assert_eq!(l.groups.len(), 1);
+    assert_eq!(l.launches.len(), 3);
+    assert!(codes(&l).is_empty(), "{:#?}", l.findings);
+}
+
+#[test]
+fn seed_64_vs_1() {
+    let l = run(&[("pd.sh", &pd(" --page-size 64", " --page-size 1"))]);
+    assert_eq!(codes(&l), ["PD001"], "{:#?}", l.findings);
+    let f = &l.findings[0];
+    assert!(
+        f.finding.message.contains("page_size=64") && f.finding.message.contains("page_size=1"),
+        "{}",
+        f.finding.message
+    );
+    assert_eq!(f.places.len(), 2);
+    assert_eq!((f.places[0].line, f.places[1].line), (1, 2));
+    assert!(!f.places[0].missing && !f.places[1].missing);
+}
+
+#[test]
+fn seed_64_vs_unset_points_at_the_command_missing_it() {
+    let l = run(&[("pd.sh", &pd(" --page-size 64", ""))]);
+    assert_eq!(codes(&l), ["PD001"], "{:#?}", l.findings);
+    let f = &l.findings[0];
+    assert!(f.finding.message.contains("unset: SGLang's default is 1"), "{}", f.finding.message);
+    assert!(f.places[1].missing && f.places[1].line == 2, "{:?}", f.places);
+}
+
+#[test]
+fn seed_unset_vs_unset_with_backends_that_snap_differently() {
+    let l = run(&[("pd.sh", &pd(" --attention-backend fa3", " --attention-backend flashmla"))]);
+    assert_eq!(codes(&l).iter().filter(|c| **c == "PD001").count(), 1, "{:#?}", l.findings);
+    let f = l.findings.iter().find(|f| f.finding.code == "PD001").unwrap();
+    assert!(f.finding.message.contains("snapped from 1 to 64 by attention backend flashmla"), "{}", f.finding.message);
+    // Same backends: both unset pages resolve alike.
+    let l = run(&[("pd.sh", &pd(" --attention-backend flashmla", " --attention-backend flashmla"))]);
+    assert!(!codes(&l).contains(&"PD001"), "{:#?}", l.findings);
+}
+
+#[test]
+fn unset_vs_unset_on_different_gpus_with_a_known_model() {
+    // Llama on H200 defaults to fa3 (page 1), on B200 to trtllm_mha (page snapped to 64).
+    let inputs = [Input::new("pd.sh", pd("", ""))];
+    let opts = Options { prefill_gpu: Some(Gpu::H200), decode_gpu: Some(Gpu::B200), ..Options::default() };
+    let l = lint(&inputs, &opts);
+    assert!(codes(&l).contains(&"PD001"), "{:#?}", l.findings);
+}
+
+#[test]
+fn equal_but_spelled_differently_is_clean() {
+    for (p, d) in [
+        (" --page-size 64 --tp-size 2", " --page-size=64 --tensor-parallel-size 2"),
+        (" --disaggregation-transfer-backend mooncake --page-size 1", ""),
+        (" --kv-cache-dtype auto", ""),
+        (" --tp 2", " --tp-size=2"),
+        (" --context-length 128k", " --context-length 128000"),
+    ] {
+        let l = run(&[("pd.sh", &pd(p, d))]);
+        assert!(codes(&l).is_empty(), "{p} / {d}: {:#?}", l.findings);
+    }
+    // `--model` is an alias of `--model-path`.
+    let text = pd("", "").replacen("--model-path", "--model", 1);
+    let l = run(&[("pd.sh", &text)]);
+    assert!(codes(&l).is_empty(), "{:#?}", l.findings);
+}
+
+#[test]
+fn repeated_flag_warns_and_fix_keeps_the_last() {
+    let text = pd(" --page-size 1 --page-size 64", " --page-size 64");
+    let l = run(&[("pd.sh", &text)]);
+    assert_eq!(codes(&l), ["PD041"], "{:#?}", l.findings);
+    let after = fixed(&[("pd.sh", &text)]);
+    assert!(after[0].contains("mlx5_roce0 --page-size 64 &\n"), "{}", after[0]);
+    let again = run(&[("pd.sh", &after[0])]);
+    assert!(codes(&again).is_empty(), "{:#?}", again.findings);
+}
+
+#[test]
+fn fixes_make_the_findings_go_away() {
+    for (p, d) in [
+        (" --page-size 64", " --page-size 1"),
+        (" --page-size 64", ""),
+        (" --attention-backend fa3", " --attention-backend flashmla"),
+        (" --kv-cache-dtype fp8_e4m3", " --kv-cache-dtype auto"),
+        (" --disaggregation-transfer-backend nixl", ""),
+        (" --page-size=64", " --page-size=16"),
+    ] {
+        let text = pd(p, d);
+        let l = run(&[("pd.sh", &text)]);
+        assert!(!l.is_clean(), "{p} / {d}");
+        let after = fixed(&[("pd.sh", &text)]);
+        let again = run(&[("pd.sh", &after[0])]);
+        assert!(again.is_clean(), "{p} / {d}:\n{}\n{:#?}", after[0], again.findings);
+    }
+}
+
+#[test]
+fn symbolic_values_are_noted_not_guessed() {
+    let l = run(&[("pd.sh", &pd(" --page-size ${PAGE_SIZE}", " --page-size 64"))]);
+    assert!(codes(&l).is_empty(), "{:#?}", l.findings);
+    let n = l.findings.iter().find(|f| f.finding.code == "PD044").expect("a note");
+    assert!(n.finding.message.contains("${PAGE_SIZE}") && n.finding.message.contains("PD001"), "{}", n.finding.message);
+    // Defined in the same script: expanded and checked.
+    let text = format!("PAGE_SIZE=1\n{}", pd(" --page-size $PAGE_SIZE", " --page-size 64"));
+    let l = run(&[("pd.sh", &text)]);
+    assert_eq!(codes(&l), ["PD001"], "{:#?}", l.findings);
+    let fixed = fix::fix_all(&[Input::new("pd.sh", text.clone())], &Options::default());
+    assert!(fixed[0].after.starts_with("PAGE_SIZE=64\n"), "the fix edits the assignment: {}", fixed[0].after);
+    // Extra arguments hidden in a variable.
+    let l = run(&[("pd.sh", &pd(" $EXTRA_ARGS", ""))]);
+    assert!(codes(&l).is_empty(), "{:#?}", l.findings);
+    assert!(notes(&l).contains(&"PD044"));
+}
+
+#[test]
+fn config_files_are_read_and_their_traps_reported() {
+    let script = "python -m sglang.launch_server --config prefill.yaml --port 30000 &\n\
+                  python -m sglang.launch_server --config=decode.yaml --port 30001\n";
+    let pconf = "model-path: m\ndisaggregation-mode: prefill\npage-size: 64\n";
+    let dconf = "model-path: m\ndisaggregation-mode: decode\npage-size: 64\n";
+    let l = run(&[("run.sh", script), ("config:prefill.yaml", pconf), ("config:decode.yaml", dconf)]);
+    let c = codes(&l);
+    assert!(c.contains(&"PD042"), "{:#?}", l.findings);
+    let after = fixed(&[("run.sh", script), ("config:prefill.yaml", pconf), ("config:decode.yaml", dconf)]);
+    let again = run(&[("run.sh", &after[0]), ("config:prefill.yaml", pconf), ("config:decode.yaml", dconf)]);
+    assert!(again.is_clean(), "{}\n{:#?}", after[0], again.findings);
+    // Underscore keys: reported once, by PD043.
+    let bad = "model-path: m\ndisaggregation-mode: decode\npage_size: 64\n";
+    let l = run(&[
+        ("run.sh", &script.replace("--config=", "--config ")),
+        ("config:prefill.yaml", pconf),
+        ("config:decode.yaml", bad),
+    ]);
+    assert!(codes(&l).contains(&"PD043"), "{:#?}", l.findings);
+    assert!(!codes(&l).contains(&"PD024"), "{:#?}", l.findings);
+    let f = l.findings.iter().find(|f| f.finding.code == "PD043").unwrap();
+    assert_eq!((f.places[0].file.as_str(), f.places[0].line), ("decode.yaml", 3));
+}
+
+#[test]
+fn missing_mode_is_an_error_with_the_intended_role_and_a_fix() {
+    let text = pd("", "").replace("--disaggregation-mode decode ", "");
+    let l = run(&[("pd.sh", &text)]);
+    assert_eq!(codes(&l), ["PD037"], "{:#?}", l.findings);
+    assert!(l.findings[0].finding.message.contains("decode[0]"), "{}", l.findings[0].finding.message);
+    let after = fixed(&[("pd.sh", &text)]);
+    assert!(run(&[("pd.sh", &after[0])]).is_clean(), "{}", after[0]);
+}
+
+#[test]
+fn a_lone_aggregated_server_is_not_pd() {
+    let l = run(&[("serve.sh", "python3 -m sglang.launch_server --model-path m --port 30000\n")]);
+    assert!(codes(&l).is_empty(), "{:#?}", l.findings);
+    assert!(notes(&l).contains(&"PD045"), "{:#?}", l.findings);
+}
+
+#[test]
+fn separate_files_are_grouped_by_router_and_model() {
+    let p =
+        "python3 -m sglang.launch_server --model-path m --disaggregation-mode prefill --port 30000 --page-size 64\n";
+    let d = "python3 -m sglang.launch_server --model-path m --disaggregation-mode decode --port 30001\n";
+    let l = run(&[("prefill.sh", p), ("decode.sh", d)]);
+    assert_eq!(l.groups.len(), 1);
+    assert_eq!(codes(&l), ["PD001"]);
+    assert_eq!(l.findings[0].places[0].file, "prefill.sh");
+    assert_eq!(l.findings[0].places[1].file, "decode.sh");
+}
+
+#[test]
+fn reconstructs_the_deployment() {
+    let l =
+        run(&[("pd.sh", &pd(" --page-size 16 --watchdog-timeout 600", " --page-size 16 --max-running-requests 128"))]);
+    let r = reconstruct::deployment(&l, 0).unwrap();
+    let d = &r.deployment;
+    assert_eq!(d.shared.page_size, 16);
+    assert_eq!(d.model.path, "meta-llama/Llama-3.1-8B-Instruct");
+    assert_eq!(d.prefill.extra_args, ["--watchdog-timeout", "600"]);
+    assert_eq!(d.decode.max_running_requests, Some(128));
+    assert_eq!(d.decode.instances[0].nodes[0].base_gpu_id, Some(4));
+    assert_eq!(d.router.port, 8000);
+    assert!(crate::rules::check(d).is_clean(), "{:#?}", crate::rules::check(d));
+}
+
+#[test]
+fn leader_worker_sets_and_dynamo_graphs_are_read() {
+    let lws = "apiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nmetadata: {name: dsv3-decode}\nspec:\n  leaderWorkerTemplate:\n    size: 2\n    leaderTemplate:\n      spec:\n        containers:\n        - name: leader\n          command: [python3, -m, sglang.launch_server, --model-path, m, --disaggregation-mode, decode,\n            --dist-init-addr, $(LWS_LEADER_ADDRESS):5000, --nnodes, \"2\", --node-rank, \"0\", --tp-size, \"2\", --page-size, \"64\", --port, \"30001\"]\n    workerTemplate:\n      spec:\n        containers:\n        - name: worker\n          command: [python3, -m, sglang.launch_server, --model-path, m, --disaggregation-mode, decode,\n            --dist-init-addr, $(LWS_LEADER_ADDRESS):5000, --nnodes, \"2\", --node-rank, \"1\", --tp-size, \"2\", --page-size, \"64\", --port, \"30001\"]\n";
+    let dgd = "apiVersion: nvidia.com/v1alpha1\nkind: DynamoGraphDeployment\nmetadata: {name: dsv3}\nspec:\n  services:\n    prefill:\n      subComponentType: prefill\n      extraPodSpec:\n        mainContainer:\n          image: nvcr.io/nvidia/ai-dynamo/sglang-runtime:0.6.0\n          command: [python3, -m, dynamo.sglang]\n          args: [--model-path, m, --disaggregation-mode, prefill, --page-size, \"16\", --port, \"30000\", --migration-limit, \"3\"]\n";
+    let l = run(&[("lws.yaml", lws), ("dgd.yaml", dgd)]);
+    assert_eq!(l.launches.len(), 3, "{:?}", l.launches);
+    assert_eq!(l.groups.len(), 1);
+    // One decode instance of two nodes; page size 16 vs 64 across the pair; Dynamo's own option
+    // is not reported as unknown.
+    assert_eq!(l.groups[0].servers.iter().filter(|s| s.view.node == 1).count(), 1);
+    assert_eq!(codes(&l), ["PD001"], "{:#?}", l.findings);
+}

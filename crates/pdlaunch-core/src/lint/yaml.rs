@@ -1,0 +1,1090 @@
+//! A YAML reader that keeps positions: every scalar knows the source offset of each of its bytes,
+//! every sequence where its items are, so findings point at lines and fixes edit exact spans.
+//!
+//! It reads what Kubernetes manifests, compose files and SGLang `--config` files use: multiple
+//! documents, block mappings and sequences (compact `- key: v` items too), flow `[...]`/`{...}`,
+//! plain, single- and double-quoted scalars (multi-line, with escapes), literal and folded block
+//! scalars, comments, tags (ignored), anchors, aliases and `<<` merge keys. Anything else is an
+//! error with its offset, never a panic.
+
+use std::collections::HashMap;
+
+use super::source::SrcMap;
+
+/// How a scalar was written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Style {
+    Plain,
+    Single,
+    Double,
+    Literal,
+    Folded,
+}
+
+/// A scalar with the source offset of each byte.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Scalar {
+    /// The value.
+    pub text: String,
+    /// How it was written.
+    pub style: Style,
+    /// Raw span in the source (quotes and block headers included).
+    pub start: usize,
+    /// End of the raw span.
+    pub end: usize,
+    /// Source offset of every byte of `text`.
+    pub map: SrcMap,
+}
+
+/// A YAML node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Node {
+    /// Nothing (an empty value) at an offset.
+    Null(usize),
+    Scalar(Scalar),
+    Seq(Seq),
+    Map(Map),
+}
+
+/// A sequence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Seq {
+    /// The items.
+    pub items: Vec<Node>,
+    /// `[a, b]` rather than `- a` lines.
+    pub flow: bool,
+    /// Offset of `[` or of the first `-`.
+    pub start: usize,
+    /// Column of the `-` of block items.
+    pub indent: usize,
+}
+
+/// A mapping, in written order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Map {
+    /// Keys and values.
+    pub entries: Vec<(Scalar, Node)>,
+    /// Offset of the first key.
+    pub start: usize,
+}
+
+impl Node {
+    /// The value under `key`, when this is a mapping.
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        match self {
+            Node::Map(m) => m.entries.iter().rev().find(|(k, _)| k.text == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+    /// The text of a scalar.
+    pub fn str(&self) -> Option<&str> {
+        match self {
+            Node::Scalar(s) => Some(&s.text),
+            _ => None,
+        }
+    }
+    /// The scalar itself.
+    pub fn scalar(&self) -> Option<&Scalar> {
+        match self {
+            Node::Scalar(s) => Some(s),
+            _ => None,
+        }
+    }
+    /// The items of a sequence.
+    pub fn items(&self) -> &[Node] {
+        match self {
+            Node::Seq(s) => &s.items,
+            _ => &[],
+        }
+    }
+    /// Where the node starts.
+    pub fn start(&self) -> usize {
+        match self {
+            Node::Null(o) => *o,
+            Node::Scalar(s) => s.start,
+            Node::Seq(s) => s.start,
+            Node::Map(m) => m.start,
+        }
+    }
+}
+
+/// A YAML text that could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct YamlError {
+    /// Byte offset of the problem.
+    pub offset: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+type R<T> = Result<T, YamlError>;
+
+const MAX_DEPTH: usize = 64;
+
+/// Reads every document of `text`.
+pub fn parse(text: &str) -> Result<Vec<Node>, YamlError> {
+    let mut p = Parser { s: text.as_bytes(), t: text, pos: 0, depth: 0, anchors: HashMap::new() };
+    p.stream()
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    t: &'a str,
+    pos: usize,
+    depth: usize,
+    anchors: HashMap<String, Node>,
+}
+
+fn is_blank(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+impl Parser<'_> {
+    fn at(&self, k: usize) -> Option<u8> {
+        self.s.get(self.pos + k).copied()
+    }
+    fn err<T>(&self, message: impl Into<String>) -> R<T> {
+        Err(YamlError { offset: self.pos.min(self.s.len()), message: message.into() })
+    }
+    fn line_start(&self, pos: usize) -> usize {
+        self.s[..pos.min(self.s.len())].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
+    }
+    fn col(&self, pos: usize) -> usize {
+        pos - self.line_start(pos)
+    }
+    /// True at a `---` or `...` line.
+    fn at_marker(&self) -> bool {
+        let rest = self.s.get(self.pos..).unwrap_or(&[]);
+        self.col(self.pos) == 0
+            && (rest.starts_with(b"---") || rest.starts_with(b"..."))
+            && self.s.get(self.pos + 3).is_none_or(|&b| b == b' ' || b == b'\n' || b == b'\r' || b == b'\t')
+    }
+    fn skip_blanks(&mut self) {
+        while self.at(0).is_some_and(is_blank) {
+            self.pos += 1;
+        }
+    }
+    /// Skips blanks, comments and line breaks; returns true when a line break was crossed.
+    fn skip_space(&mut self) -> bool {
+        let mut crossed = false;
+        loop {
+            match self.at(0) {
+                Some(b' ' | b'\t' | b'\r') => self.pos += 1,
+                Some(b'\n') => {
+                    self.pos += 1;
+                    crossed = true;
+                }
+                Some(b'#') if self.pos == 0 || matches!(self.s[self.pos - 1], b' ' | b'\t' | b'\n' | b'\r') => {
+                    while self.at(0).is_some_and(|b| b != b'\n') {
+                        self.pos += 1;
+                    }
+                }
+                _ => return crossed,
+            }
+        }
+    }
+    /// True when the rest of the line is empty or a comment.
+    fn line_rest_empty(&self) -> bool {
+        let mut k = self.pos;
+        while k < self.s.len() && matches!(self.s[k], b' ' | b'\t' | b'\r') {
+            k += 1;
+        }
+        k >= self.s.len() || self.s[k] == b'\n' || self.s[k] == b'#'
+    }
+
+    /// True when the line from here holds `key:` (a mapping entry) rather than a plain value.
+    fn line_has_key(&self) -> bool {
+        if matches!(self.at(0), Some(b'"' | b'\'')) {
+            return true;
+        }
+        let mut k = self.pos;
+        while k < self.s.len() && self.s[k] != b'\n' {
+            let b = self.s[k];
+            if b == b'#' && k > self.pos && matches!(self.s[k - 1], b' ' | b'\t') {
+                return false;
+            }
+            if b == b':' && self.s.get(k + 1).is_none_or(|&c| matches!(c, b' ' | b'\t' | b'\n' | b'\r')) {
+                return true;
+            }
+            k += 1;
+        }
+        false
+    }
+
+    fn stream(&mut self) -> R<Vec<Node>> {
+        let mut docs = Vec::new();
+        loop {
+            self.skip_space();
+            if self.pos >= self.s.len() {
+                break;
+            }
+            if self.at_marker() {
+                let dashes = self.s[self.pos] == b'-';
+                self.pos += 3;
+                if !dashes {
+                    continue;
+                }
+                self.skip_blanks();
+                if self.line_rest_empty() {
+                    continue;
+                }
+            }
+            let before = self.pos;
+            let node = self.node(-1, true)?;
+            docs.push(node);
+            self.skip_space();
+            if self.pos < self.s.len() && !self.at_marker() {
+                return self.err("unexpected content after the end of a node (bad indentation?)");
+            }
+            if self.pos == before {
+                return self.err("cannot read this");
+            }
+        }
+        Ok(docs)
+    }
+
+    /// Properties (`&anchor`, `!tag`) before a node; returns the anchor name.
+    fn properties(&mut self) -> Option<String> {
+        let mut anchor = None;
+        loop {
+            match self.at(0) {
+                Some(b'&') => {
+                    let start = self.pos + 1;
+                    while self.at(0).is_some_and(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b',' | b']' | b'}')) {
+                        self.pos += 1;
+                    }
+                    anchor = Some(self.t.get(start..self.pos).unwrap_or("").to_owned());
+                    self.skip_blanks();
+                }
+                Some(b'!') => {
+                    while self.at(0).is_some_and(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b',' | b']' | b'}')) {
+                        self.pos += 1;
+                    }
+                    self.skip_blanks();
+                }
+                _ => return anchor,
+            }
+        }
+    }
+
+    /// A node whose lines are indented more than `parent`. `key_ok`: a scalar followed by `: `
+    /// starts a block mapping here.
+    fn node(&mut self, parent: isize, key_ok: bool) -> R<Node> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return self.err("nested too deeply");
+        }
+        let r = self.node_inner(parent, key_ok);
+        self.depth -= 1;
+        r
+    }
+
+    fn node_inner(&mut self, parent: isize, key_ok: bool) -> R<Node> {
+        let here = self.pos;
+        let crossed = self.skip_space();
+        if self.pos >= self.s.len() || self.at_marker() || (crossed && (self.col(self.pos) as isize) <= parent) {
+            self.pos = if crossed { self.pos } else { here };
+            return Ok(Node::Null(here));
+        }
+        let anchor = self.properties();
+        if anchor.is_some() && self.line_rest_empty() {
+            let n = self.node(parent, true)?;
+            return Ok(self.remember(anchor, n));
+        }
+        let col = self.col(self.pos);
+        let n = match self.at(0) {
+            Some(b'-') if self.at(1).is_none_or(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) => {
+                self.block_seq(col)?
+            }
+            Some(b'|' | b'>') => Node::Scalar(self.block_scalar(parent)?),
+            Some(b'*') => self.alias(),
+            Some(b'[' | b'{') => {
+                let n = self.flow(0)?;
+                self.skip_blanks();
+                n
+            }
+            Some(b'?') if self.at(1).is_none_or(|b| matches!(b, b' ' | b'\n')) => {
+                return self.err("complex mapping keys (`? key`) are not supported");
+            }
+            _ => {
+                let key_ok = key_ok && self.line_has_key();
+                let key = self.scalar_in_block(parent, key_ok)?;
+                self.skip_blanks();
+                if key_ok
+                    && self.at(0) == Some(b':')
+                    && self.at(1).is_none_or(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+                {
+                    self.block_map(col, key)?
+                } else {
+                    Node::Scalar(key)
+                }
+            }
+        };
+        Ok(self.remember(anchor, n))
+    }
+
+    fn remember(&mut self, anchor: Option<String>, n: Node) -> Node {
+        if let Some(a) = anchor {
+            self.anchors.insert(a, n.clone());
+        }
+        n
+    }
+
+    fn alias(&mut self) -> Node {
+        let at = self.pos;
+        self.pos += 1;
+        let start = self.pos;
+        while self.at(0).is_some_and(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b',' | b']' | b'}')) {
+            self.pos += 1;
+        }
+        let name = self.t.get(start..self.pos).unwrap_or("");
+        self.anchors.get(name).cloned().unwrap_or(Node::Null(at))
+    }
+
+    fn block_seq(&mut self, col: usize) -> R<Node> {
+        let start = self.pos;
+        let mut items = Vec::new();
+        loop {
+            // On a `-` at column `col`.
+            self.pos += 1;
+            self.skip_blanks();
+            let item = self.node(col as isize, true)?;
+            items.push(item);
+            let save = self.pos;
+            self.skip_space();
+            if self.pos < self.s.len()
+                && !self.at_marker()
+                && self.col(self.pos) == col
+                && self.at(0) == Some(b'-')
+                && self.at(1).is_none_or(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+            {
+                continue;
+            }
+            self.pos = save;
+            break;
+        }
+        Ok(Node::Seq(Seq { items, flow: false, start, indent: col }))
+    }
+
+    fn block_map(&mut self, col: usize, first: Scalar) -> R<Node> {
+        let start = first.start;
+        let mut entries: Vec<(Scalar, Node)> = Vec::new();
+        let mut key = first;
+        loop {
+            // On the `:` after `key`.
+            self.pos += 1;
+            let value = self.value(col)?;
+            entries.push((key, value));
+            let save = self.pos;
+            self.skip_space();
+            if self.pos >= self.s.len() || self.at_marker() || self.col(self.pos) != col {
+                self.pos = save;
+                break;
+            }
+            if self.at(0) == Some(b'-') && self.at(1).is_none_or(|b| matches!(b, b' ' | b'\n' | b'\r' | b'\t')) {
+                self.pos = save;
+                break;
+            }
+            let k = if matches!(self.at(0), Some(b'[' | b'{')) {
+                return self.err("flow collections as mapping keys are not supported");
+            } else {
+                self.scalar_in_block(col as isize, true)?
+            };
+            self.skip_blanks();
+            if self.at(0) != Some(b':') {
+                return self.err(format!("expected `:` after the key `{}`", k.text));
+            }
+            key = k;
+        }
+        Ok(Node::Map(merge(Map { entries, start })))
+    }
+
+    /// The value after `key:` of a mapping at column `col`.
+    fn value(&mut self, col: usize) -> R<Node> {
+        self.skip_blanks();
+        let anchor = self.properties();
+        if self.line_rest_empty() {
+            let here = self.pos;
+            self.skip_space();
+            let c = self.col(self.pos);
+            let n = if self.pos < self.s.len()
+                && !self.at_marker()
+                && c == col
+                && self.at(0) == Some(b'-')
+                && self.at(1).is_none_or(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+            {
+                self.block_seq(col)?
+            } else if self.pos < self.s.len() && !self.at_marker() && c > col {
+                self.node(col as isize, true)?
+            } else {
+                self.pos = here;
+                Node::Null(here)
+            };
+            return Ok(self.remember(anchor, n));
+        }
+        let n = match self.at(0) {
+            Some(b'|' | b'>') => Node::Scalar(self.block_scalar(col as isize)?),
+            Some(b'*') => self.alias(),
+            Some(b'[' | b'{') => self.flow(0)?,
+            _ => Node::Scalar(self.scalar_in_block(col as isize, false)?),
+        };
+        Ok(self.remember(anchor, n))
+    }
+
+    /// A plain or quoted scalar in block context; `key`: stop a plain scalar at `: `.
+    fn scalar_in_block(&mut self, parent: isize, key: bool) -> R<Scalar> {
+        match self.at(0) {
+            Some(b'"') => self.double_quoted(),
+            Some(b'\'') => self.single_quoted(),
+            _ => Ok(self.plain(parent, key, false)),
+        }
+    }
+
+    /// A plain scalar. In flow context it stops at `,[]{}`; `key` stops it at `: `; in block
+    /// context it continues on lines indented more than `parent`.
+    fn plain(&mut self, parent: isize, key: bool, flow: bool) -> Scalar {
+        let start = self.pos;
+        let mut text = String::new();
+        // Most plain scalars are one line: their map is an offset, built as a table only when
+        // a continuation line is folded in.
+        let mut table: Vec<usize> = Vec::new();
+        let mut first_src: Option<usize> = None;
+        let mut pending_break: Option<(usize, usize)> = None; // (newlines, offset)
+        loop {
+            // One line's worth.
+            let line_begin = self.pos;
+            let mut last_non_blank = self.pos;
+            while let Some(b) = self.at(0) {
+                if b == b'\n' || b == b'\r' {
+                    break;
+                }
+                if b == b'#' && self.pos > line_begin && matches!(self.s[self.pos - 1], b' ' | b'\t') {
+                    break;
+                }
+                if b == b'#' && self.pos == line_begin && pending_break.is_some() {
+                    break;
+                }
+                if b == b':' && self.at(1).is_none_or(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r')) && (key || flow) {
+                    break;
+                }
+                if flow && matches!(b, b',' | b'[' | b']' | b'{' | b'}') {
+                    break;
+                }
+                if flow && b == b':' && self.at(1).is_some_and(|c| matches!(c, b',' | b']' | b'}')) {
+                    break;
+                }
+                self.pos += 1;
+                if !is_blank(b) {
+                    last_non_blank = self.pos;
+                }
+            }
+            let seg_end = last_non_blank.max(line_begin);
+            if seg_end > line_begin {
+                if pending_break.is_some() && table.is_empty() {
+                    if let Some(f) = first_src {
+                        table.extend(f..f + text.len());
+                    }
+                }
+                if let Some((n, at)) = pending_break.take() {
+                    if n <= 1 {
+                        text.push(' ');
+                        table.push(at);
+                    } else {
+                        for _ in 1..n {
+                            text.push('\n');
+                            table.push(at);
+                        }
+                    }
+                }
+                let seg = self.t.get(line_begin..seg_end).unwrap_or("");
+                if first_src.is_none() {
+                    first_src = Some(line_begin);
+                } else {
+                    table.extend(line_begin..line_begin + seg.len());
+                }
+                text.push_str(seg);
+            }
+            self.pos = seg_end.max(line_begin);
+            if key {
+                break;
+            }
+            // Continuation lines.
+            let save = self.pos;
+            let mut k = self.pos;
+            while k < self.s.len() && is_blank(self.s[k]) {
+                k += 1;
+            }
+            if (k >= self.s.len() || !matches!(self.s[k], b'\n' | b'\r'))
+                && (!flow || k >= self.s.len() || matches!(self.s[k], b',' | b']' | b'}' | b'#'))
+            {
+                self.pos = save;
+                break;
+            }
+            // Count line breaks and find the next content line.
+            let mut breaks = 0;
+            let mut m = k;
+            let brk_at = k;
+            loop {
+                while m < self.s.len() && matches!(self.s[m], b' ' | b'\t' | b'\r') {
+                    m += 1;
+                }
+                if m < self.s.len() && self.s[m] == b'\n' {
+                    breaks += 1;
+                    m += 1;
+                    continue;
+                }
+                break;
+            }
+            if m >= self.s.len() || breaks == 0 {
+                self.pos = save;
+                break;
+            }
+            let ls = self.line_start(m);
+            let c = m - ls;
+            let is_marker = c == 0
+                && (self.s[m..].starts_with(b"---") || self.s[m..].starts_with(b"..."))
+                && self.s.get(m + 3).is_none_or(|&b| matches!(b, b' ' | b'\n' | b'\r' | b'\t'));
+            let next = self.s[m];
+            if (!flow && (c as isize) <= parent) || is_marker || next == b'#' {
+                self.pos = save;
+                break;
+            }
+            if !flow {
+                // A `key:` on the continuation line would be a new mapping entry, not text.
+                let line_end = self.s[m..].iter().position(|&b| b == b'\n').map_or(self.s.len(), |e| m + e);
+                let line = &self.s[m..line_end];
+                if line.windows(2).any(|w| w[0] == b':' && matches!(w[1], b' ' | b'\t'))
+                    || line.ends_with(b":")
+                    || (next == b'-' && line.get(1).is_none_or(|&b| b == b' '))
+                {
+                    self.pos = save;
+                    break;
+                }
+            }
+            if flow && matches!(next, b',' | b']' | b'}' | b'[' | b'{') {
+                self.pos = save;
+                break;
+            }
+            pending_break = Some((breaks, brk_at));
+            self.pos = m;
+        }
+        let end = self.pos;
+        let map = if table.is_empty() { SrcMap::Offset(first_src.unwrap_or(start)) } else { SrcMap::Table(table) };
+        Scalar { text, style: Style::Plain, start, end: end.max(start), map }
+    }
+
+    fn fold_breaks(&mut self, text: &mut String, table: &mut Vec<usize>) {
+        // At a line break inside a quoted scalar: fold it (one break: space; n breaks: n-1 newlines).
+        let at = self.pos;
+        let mut breaks = 0;
+        loop {
+            match self.at(0) {
+                Some(b'\n') => {
+                    breaks += 1;
+                    self.pos += 1;
+                }
+                Some(b' ' | b'\t' | b'\r') => self.pos += 1,
+                _ => break,
+            }
+        }
+        if breaks <= 1 {
+            text.push(' ');
+            table.push(at);
+        } else {
+            for _ in 1..breaks {
+                text.push('\n');
+                table.push(at);
+            }
+        }
+    }
+
+    fn trim_trailing_blanks(text: &mut String, table: &mut Vec<usize>) {
+        while text.ends_with([' ', '\t']) {
+            text.pop();
+            table.pop();
+        }
+    }
+
+    /// A one-line quoted scalar without escapes: its text is a slice of the source.
+    fn quoted_fast(&mut self, quote: u8) -> Option<Scalar> {
+        let start = self.pos;
+        let body = self.s.get(start + 1..)?;
+        let k = body.iter().position(|&b| b == quote || b == b'\n' || b == b'\r' || (quote == b'"' && b == b'\\'))?;
+        if body[k] != quote || (quote == b'\'' && body.get(k + 1) == Some(&b'\'')) {
+            return None;
+        }
+        let text = self.t.get(start + 1..start + 1 + k)?.to_owned();
+        self.pos = start + k + 2;
+        let style = if quote == b'"' { Style::Double } else { Style::Single };
+        Some(Scalar { text, style, start, end: self.pos, map: SrcMap::Offset(start + 1) })
+    }
+
+    fn single_quoted(&mut self) -> R<Scalar> {
+        if let Some(s) = self.quoted_fast(b'\'') {
+            return Ok(s);
+        }
+        let start = self.pos;
+        self.pos += 1;
+        let mut text = String::new();
+        let mut table = Vec::new();
+        loop {
+            match self.at(0) {
+                None => return self.err("unterminated single-quoted string"),
+                Some(b'\'') if self.at(1) == Some(b'\'') => {
+                    text.push('\'');
+                    table.push(self.pos);
+                    self.pos += 2;
+                }
+                Some(b'\'') => {
+                    self.pos += 1;
+                    break;
+                }
+                Some(b'\n') | Some(b'\r') => {
+                    Self::trim_trailing_blanks(&mut text, &mut table);
+                    self.fold_breaks(&mut text, &mut table);
+                }
+                Some(_) => self.push_char(&mut text, &mut table),
+            }
+        }
+        Ok(Scalar { text, style: Style::Single, start, end: self.pos, map: SrcMap::Table(table) })
+    }
+
+    fn push_char(&mut self, text: &mut String, table: &mut Vec<usize>) {
+        let start = self.pos;
+        let mut end = start + 1;
+        while end < self.s.len() && !self.t.is_char_boundary(end) {
+            end += 1;
+        }
+        let ch = self.t.get(start..end).unwrap_or("\u{fffd}");
+        text.push_str(ch);
+        for k in 0..ch.len() {
+            table.push(start + k.min(end - start - 1));
+        }
+        self.pos = end;
+    }
+
+    fn double_quoted(&mut self) -> R<Scalar> {
+        if let Some(s) = self.quoted_fast(b'"') {
+            return Ok(s);
+        }
+        let start = self.pos;
+        self.pos += 1;
+        let mut text = String::new();
+        let mut table = Vec::new();
+        loop {
+            match self.at(0) {
+                None => return self.err("unterminated double-quoted string"),
+                Some(b'"') => {
+                    self.pos += 1;
+                    break;
+                }
+                Some(b'\\') => {
+                    let at = self.pos;
+                    let e = self.at(1);
+                    self.pos += 2;
+                    let ch: Option<char> = match e {
+                        Some(b'0') => Some('\0'),
+                        Some(b'a') => Some('\u{7}'),
+                        Some(b'b') => Some('\u{8}'),
+                        Some(b't') | Some(b'\t') => Some('\t'),
+                        Some(b'n') => Some('\n'),
+                        Some(b'v') => Some('\u{b}'),
+                        Some(b'f') => Some('\u{c}'),
+                        Some(b'r') => Some('\r'),
+                        Some(b'e') => Some('\u{1b}'),
+                        Some(b' ') => Some(' '),
+                        Some(b'"') => Some('"'),
+                        Some(b'/') => Some('/'),
+                        Some(b'\\') => Some('\\'),
+                        Some(b'N') => Some('\u{85}'),
+                        Some(b'_') => Some('\u{a0}'),
+                        Some(b'L') => Some('\u{2028}'),
+                        Some(b'P') => Some('\u{2029}'),
+                        Some(b'x') => self.hex(2),
+                        Some(b'u') => self.hex(4),
+                        Some(b'U') => self.hex(8),
+                        Some(b'\n') | Some(b'\r') => {
+                            // Escaped line break: joined without a space.
+                            while self.at(0).is_some_and(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n')) {
+                                self.pos += 1;
+                            }
+                            continue;
+                        }
+                        _ => {
+                            self.pos = at;
+                            return self.err("invalid escape in a double-quoted string");
+                        }
+                    };
+                    let Some(ch) = ch else {
+                        self.pos = at;
+                        return self.err("invalid escape in a double-quoted string");
+                    };
+                    text.push(ch);
+                    for _ in 0..ch.len_utf8() {
+                        table.push(at);
+                    }
+                }
+                Some(b'\n') | Some(b'\r') => {
+                    Self::trim_trailing_blanks(&mut text, &mut table);
+                    self.fold_breaks(&mut text, &mut table);
+                }
+                Some(_) => self.push_char(&mut text, &mut table),
+            }
+        }
+        Ok(Scalar { text, style: Style::Double, start, end: self.pos, map: SrcMap::Table(table) })
+    }
+
+    fn hex(&mut self, n: usize) -> Option<char> {
+        let digits = self.t.get(self.pos..self.pos + n)?;
+        let v = u32::from_str_radix(digits, 16).ok()?;
+        self.pos += n;
+        char::from_u32(v)
+    }
+
+    /// `|` or `>` scalar; its lines are indented more than `parent`.
+    fn block_scalar(&mut self, parent: isize) -> R<Scalar> {
+        let start = self.pos;
+        let literal = self.s[self.pos] == b'|';
+        self.pos += 1;
+        let mut chomp = b' ';
+        let mut explicit: Option<usize> = None;
+        while let Some(b) = self.at(0) {
+            match b {
+                b'-' | b'+' => chomp = b,
+                b'1'..=b'9' => explicit = Some((b - b'0') as usize),
+                _ => break,
+            }
+            self.pos += 1;
+        }
+        if !self.line_rest_empty() {
+            return self.err("unexpected text after a block scalar indicator");
+        }
+        while self.at(0).is_some_and(|b| b != b'\n') {
+            self.pos += 1;
+        }
+        if self.at(0) == Some(b'\n') {
+            self.pos += 1;
+        }
+        let base = (parent + 1).max(0) as usize;
+        // Content indentation: explicit, or that of the first non-empty line.
+        let indent = match explicit {
+            Some(d) => (parent.max(0) as usize) + d,
+            None => {
+                let mut k = self.pos;
+                let mut found = None;
+                while k < self.s.len() {
+                    let mut c = k;
+                    while c < self.s.len() && self.s[c] == b' ' {
+                        c += 1;
+                    }
+                    if c < self.s.len() && (self.s[c] == b'\n' || self.s[c] == b'\r') {
+                        k = c + 1;
+                        continue;
+                    }
+                    found = Some(c - k);
+                    break;
+                }
+                found.unwrap_or(base).max(base)
+            }
+        };
+        let mut lines: Vec<(usize, usize)> = Vec::new(); // (content start, content end) per line
+        loop {
+            if self.pos >= self.s.len() {
+                break;
+            }
+            let ls = self.pos;
+            let le = self.s[ls..].iter().position(|&b| b == b'\n').map_or(self.s.len(), |e| ls + e);
+            let spaces = self.s[ls..le].iter().take_while(|&&b| b == b' ').count();
+            let blank = self.s[ls..le].iter().all(|&b| b == b' ' || b == b'\r' || b == b'\t');
+            if !blank && (spaces < indent || (ls == self.line_start(ls) && self.at_marker())) {
+                break;
+            }
+            if blank {
+                lines.push((le, le));
+            } else {
+                let ce = if le > ls && self.s[le - 1] == b'\r' { le - 1 } else { le };
+                lines.push((ls + indent, ce));
+            }
+            self.pos = (le + 1).min(self.s.len());
+            if le >= self.s.len() {
+                break;
+            }
+        }
+        // Trailing blank lines belong to the chomping, not the content.
+        let content_lines = lines.iter().rposition(|(s, e)| e > s).map_or(0, |i| i + 1);
+        let trailing = lines.len() - content_lines;
+        let mut text = String::new();
+        let mut table = Vec::new();
+        let mut prev_more_indented = false;
+        for (i, &(s, e)) in lines[..content_lines].iter().enumerate() {
+            let line = self.t.get(s..e).unwrap_or("");
+            let more = line.starts_with([' ', '\t']);
+            if i > 0 {
+                let (ps, pe) = lines[i - 1];
+                let prev_empty = pe == ps;
+                if literal || more || prev_more_indented || line.is_empty() {
+                    text.push('\n');
+                    table.push(pe);
+                } else if !prev_empty {
+                    text.push(' ');
+                    table.push(pe);
+                }
+            }
+            text.push_str(line);
+            table.extend(s..s + line.len());
+            prev_more_indented = more;
+        }
+        if content_lines > 0 {
+            let last_end = lines[content_lines - 1].1;
+            match chomp {
+                b'-' => {}
+                b'+' => {
+                    for _ in 0..=trailing {
+                        text.push('\n');
+                        table.push(last_end);
+                    }
+                }
+                _ => {
+                    text.push('\n');
+                    table.push(last_end);
+                }
+            }
+        }
+        // Leave the position at the end of the last content line so the caller sees the break.
+        let end = if content_lines > 0 { lines[content_lines - 1].1 } else { self.pos };
+        self.pos = end.min(self.s.len());
+        Ok(Scalar {
+            text,
+            style: if literal { Style::Literal } else { Style::Folded },
+            start,
+            end,
+            map: SrcMap::Table(table),
+        })
+    }
+
+    /// A flow collection or scalar.
+    fn flow(&mut self, depth: usize) -> R<Node> {
+        if depth + self.depth > MAX_DEPTH {
+            return self.err("nested too deeply");
+        }
+        self.skip_space();
+        let anchor = self.properties();
+        self.skip_space();
+        let n = match self.at(0) {
+            Some(b'[') => {
+                let start = self.pos;
+                self.pos += 1;
+                let mut items = Vec::new();
+                loop {
+                    self.skip_space();
+                    match self.at(0) {
+                        None => return self.err("unterminated `[`"),
+                        Some(b']') => {
+                            self.pos += 1;
+                            break;
+                        }
+                        Some(b',') => {
+                            self.pos += 1;
+                            continue;
+                        }
+                        _ => {}
+                    }
+                    let before = self.pos;
+                    let item = self.flow(depth + 1)?;
+                    self.skip_space();
+                    let item = if self.at(0) == Some(b':') {
+                        self.pos += 1;
+                        let v = self.flow(depth + 1)?;
+                        match item {
+                            Node::Scalar(k) => Node::Map(Map { start: k.start, entries: vec![(k, v)] }),
+                            _ => return self.err("only scalar keys are supported"),
+                        }
+                    } else {
+                        item
+                    };
+                    items.push(item);
+                    self.skip_space();
+                    match self.at(0) {
+                        Some(b',') => self.pos += 1,
+                        Some(b']') => {}
+                        _ if self.pos == before => return self.err("cannot read this flow sequence item"),
+                        _ => return self.err("expected `,` or `]`"),
+                    }
+                }
+                Node::Seq(Seq { items, flow: true, start, indent: self.col(start) })
+            }
+            Some(b'{') => {
+                let start = self.pos;
+                self.pos += 1;
+                let mut entries = Vec::new();
+                loop {
+                    self.skip_space();
+                    match self.at(0) {
+                        None => return self.err("unterminated `{`"),
+                        Some(b'}') => {
+                            self.pos += 1;
+                            break;
+                        }
+                        Some(b',') => {
+                            self.pos += 1;
+                            continue;
+                        }
+                        _ => {}
+                    }
+                    let before = self.pos;
+                    let key = match self.flow(depth + 1)? {
+                        Node::Scalar(k) => k,
+                        Node::Null(at) => Scalar {
+                            text: String::new(),
+                            style: Style::Plain,
+                            start: at,
+                            end: at,
+                            map: SrcMap::Table(vec![]),
+                        },
+                        _ => return self.err("only scalar keys are supported"),
+                    };
+                    self.skip_space();
+                    let value = if self.at(0) == Some(b':') {
+                        self.pos += 1;
+                        self.flow(depth + 1)?
+                    } else {
+                        Node::Null(self.pos)
+                    };
+                    entries.push((key, value));
+                    self.skip_space();
+                    match self.at(0) {
+                        Some(b',') => self.pos += 1,
+                        Some(b'}') => {}
+                        _ if self.pos == before => return self.err("cannot read this flow mapping entry"),
+                        _ => return self.err("expected `,` or `}`"),
+                    }
+                }
+                Node::Map(merge(Map { entries, start }))
+            }
+            Some(b'"') => Node::Scalar(self.double_quoted()?),
+            Some(b'\'') => Node::Scalar(self.single_quoted()?),
+            Some(b'*') => self.alias(),
+            Some(b',' | b']' | b'}') | None => Node::Null(self.pos),
+            _ => {
+                let s = self.plain(-1, false, true);
+                if s.text.is_empty() && s.end == s.start {
+                    return self.err("unexpected character in a flow collection");
+                }
+                Node::Scalar(s)
+            }
+        };
+        Ok(self.remember(anchor, n))
+    }
+}
+
+/// Applies `<<` merge keys: entries of the merged mappings that the mapping does not set itself.
+fn merge(mut m: Map) -> Map {
+    if !m.entries.iter().any(|(k, _)| k.text == "<<" && k.style == Style::Plain) {
+        return m;
+    }
+    let mut out: Vec<(Scalar, Node)> = Vec::new();
+    let mut merged: Vec<(Scalar, Node)> = Vec::new();
+    for (k, v) in m.entries.drain(..) {
+        if k.text == "<<" && k.style == Style::Plain {
+            let sources: Vec<Node> = match v {
+                Node::Seq(s) => s.items,
+                other => vec![other],
+            };
+            for src in sources {
+                if let Node::Map(sm) = src {
+                    for (mk, mv) in sm.entries {
+                        if !merged.iter().any(|(x, _)| x.text == mk.text) {
+                            merged.push((mk, mv));
+                        }
+                    }
+                }
+            }
+        } else {
+            out.push((k, v));
+        }
+    }
+    for (k, v) in merged {
+        if !out.iter().any(|(x, _)| x.text == k.text) {
+            out.push((k, v));
+        }
+    }
+    Map { entries: out, start: m.start }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(text: &str) -> Node {
+        let mut d = parse(text).unwrap_or_else(|e| panic!("{e:?} in {text:?}"));
+        assert_eq!(d.len(), 1, "{d:?}");
+        d.remove(0)
+    }
+
+    #[test]
+    fn kubernetes_container() {
+        let text = "apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n        - name: prefill\n          command: [\"python3\", \"-m\", 'sglang.launch_server']\n          args:\n            - --page-size\n            - \"64\"  # pinned\n";
+        let d = one(text);
+        let c =
+            &d.get("spec").unwrap().get("template").unwrap().get("spec").unwrap().get("containers").unwrap().items()[0];
+        assert_eq!(c.get("name").unwrap().str(), Some("prefill"));
+        let cmd: Vec<&str> = c.get("command").unwrap().items().iter().filter_map(Node::str).collect();
+        assert_eq!(cmd, ["python3", "-m", "sglang.launch_server"]);
+        let args = c.get("args").unwrap().items();
+        let s = args[1].scalar().unwrap();
+        assert_eq!(s.text, "64");
+        assert_eq!(&text[s.start..s.end], "\"64\"");
+        assert_eq!(s.map.at(0), text.find("64\"").unwrap());
+    }
+
+    #[test]
+    fn block_scalars_keep_line_positions() {
+        let text = "args:\n  - |\n    python3 -m sglang.launch_server \\\n      --page-size 64\n  - x\n";
+        let d = one(text);
+        let items = d.get("args").unwrap().items();
+        let s = items[0].scalar().unwrap();
+        assert_eq!(s.text, "python3 -m sglang.launch_server \\\n  --page-size 64\n");
+        let i = s.text.find("64").unwrap();
+        assert_eq!(&text[s.map.at(i)..s.map.at(i) + 2], "64");
+        assert_eq!(items[1].str(), Some("x"));
+        let f = one("a: >-\n  one\n  two\n\n  three\nb: 1\n");
+        assert_eq!(f.get("a").unwrap().str(), Some("one two\nthree"));
+        assert_eq!(f.get("b").unwrap().str(), Some("1"));
+    }
+
+    #[test]
+    fn documents_anchors_merge_and_multiline_plain() {
+        let d = parse("x: 1\n---\nbase: &b {image: img, command: run}\nsvc:\n  <<: *b\n  command: python3 -m a\n    --tp 2\n...\n").unwrap();
+        assert_eq!(d.len(), 2);
+        let svc = d[1].get("svc").unwrap();
+        assert_eq!(svc.get("image").unwrap().str(), Some("img"));
+        assert_eq!(svc.get("command").unwrap().str(), Some("python3 -m a --tp 2"));
+    }
+
+    #[test]
+    fn quoted_escapes_and_folding() {
+        let d = one("a: \"x\\ty\\\"z\\u00e9\"\nb: 'it''s\n  folded'\nc: [a, 'b', \"c\", {d: e}]\n");
+        assert_eq!(d.get("a").unwrap().str(), Some("x\ty\"zé"));
+        assert_eq!(d.get("b").unwrap().str(), Some("it's folded"));
+        assert_eq!(d.get("c").unwrap().items().len(), 4);
+    }
+
+    #[test]
+    fn compact_nested_items_and_empty_values() {
+        let d = one("env:\n- name: A\n  value: \"1\"\n- name: B\n  valueFrom:\n    fieldRef: {fieldPath: status.podIP}\nempty:\nlast: z\n");
+        let env = d.get("env").unwrap().items();
+        assert_eq!(env.len(), 2);
+        assert_eq!(env[0].get("value").unwrap().str(), Some("1"));
+        assert!(matches!(d.get("empty"), Some(Node::Null(_))));
+        assert_eq!(d.get("last").unwrap().str(), Some("z"));
+    }
+
+    #[test]
+    fn errors_not_panics() {
+        for bad in ["a: \"x", "[a, b", "a:\n  - b\n c: d", "- [\n", "a: |x\n", "{a: [}"] {
+            assert!(parse(bad).is_err(), "{bad:?} parsed");
+        }
+        let deep = "[".repeat(200);
+        assert!(parse(&deep).is_err());
+    }
+}

@@ -1,0 +1,271 @@
+//! `pdlaunch smoke`: the KV transfer smoke test. Static layout checks, then the transfer of
+//! one request for every prefill-rank -> decode-rank pair the deployment implies, on the CPU or
+//! on GPUs, with canaries proving where every slice landed; optionally the negative controls.
+//! Exit 0 pass, 1 fail, 2 bad input or environment.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use pdlaunch_core::deployment::{Deployment, Geometry};
+use pdlaunch_kv::geometry::KvGeometry;
+use pdlaunch_kv::memory::parse_bytes;
+use pdlaunch_kv::sides::from_deployment;
+use pdlaunch_kv::smoke::{self, BackendChoice, Event, Input, Options, Verdict};
+use pdlaunch_kv::transfer::TransferBackend;
+
+use crate::input::load;
+use crate::style::Style;
+
+/// Model geometry given on the command line (overrides `model.geometry`).
+#[derive(clap::Args, Debug, Default)]
+pub struct GeometryArgs {
+    /// Attention kind: mha, gqa or mla.
+    #[arg(long, value_parser = ["mha", "gqa", "mla"])]
+    pub attention: Option<String>,
+    /// Hidden layers.
+    #[arg(long)]
+    pub layers: Option<u32>,
+    /// KV heads of the model (MHA/GQA).
+    #[arg(long)]
+    pub kv_heads: Option<u32>,
+    /// Head dimension (MHA/GQA).
+    #[arg(long)]
+    pub head_dim: Option<u32>,
+    /// MLA latent rank (`kv_lora_rank`).
+    #[arg(long)]
+    pub kv_lora_rank: Option<u32>,
+    /// MLA rotary dimension (`qk_rope_head_dim`).
+    #[arg(long)]
+    pub qk_rope_head_dim: Option<u32>,
+}
+
+impl GeometryArgs {
+    fn given(&self) -> bool {
+        self.attention.is_some()
+            || self.layers.is_some()
+            || self.kv_heads.is_some()
+            || self.head_dim.is_some()
+            || self.kv_lora_rank.is_some()
+            || self.qk_rope_head_dim.is_some()
+    }
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Deployment file (YAML or JSON), or `-` for stdin.
+    pub file: String,
+    #[command(flatten)]
+    pub geometry: GeometryArgs,
+    /// Tokens in the test request; the pools are sized from it.
+    #[arg(long, default_value_t = 1024)]
+    pub tokens: u32,
+    /// Engine: auto (CUDA when a GPU is usable, else CPU), cpu or cuda.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "cpu", "cuda"])]
+    pub backend: String,
+    /// Transfer engine whose descriptors to reproduce (default: the deployment's).
+    #[arg(long, value_parser = ["mooncake", "nixl"])]
+    pub transfer: Option<String>,
+    /// Also write the report as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Also run deliberately broken variants (decode page size x4 and /4, another KV dtype
+    /// width, decode TP x2, K/V swapped) and show that each is caught.
+    #[arg(long)]
+    pub negative_control: bool,
+    /// Most memory to use on the host and on each GPU, e.g. 8G (default: half of what is free).
+    #[arg(long, value_parser = parse_bytes)]
+    pub max_memory: Option<u64>,
+    /// Timed repetitions of the clean transfer (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    pub iterations: u32,
+    /// Seconds any GPU wait, and a run on a GPU as a whole, may take (the CPU has no limit).
+    #[arg(long, default_value_t = 300)]
+    pub timeout: u64,
+    /// Seed for canary keys and page shuffling.
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+/// Where the geometry comes from, in order: the command-line flags, then the deployment's
+/// `model.geometry`. (A `--model-config config.json` source would go between the two.)
+fn resolve_geometry(args: &GeometryArgs, d: &Deployment) -> Result<(Geometry, String), String> {
+    let from_deployment = d.model.geometry.as_ref();
+    if !args.given() {
+        return match from_deployment {
+            Some(g) => Ok((g.clone(), "model.geometry".into())),
+            None => Err(
+                "no model geometry: give --attention mha|gqa|mla and --layers, with --kv-heads and --head-dim (MHA/GQA) \
+                 or --kv-lora-rank and --qk-rope-head-dim (MLA), or set model.geometry in the deployment"
+                    .into(),
+            ),
+        };
+    }
+    // Start from the deployment's geometry (same attention kind) and override with the flags.
+    // Built through serde so that fields the schema gains later keep their defaults.
+    let mut v = match (from_deployment, args.attention.as_deref()) {
+        (Some(g), Some(kind))
+            if serde_json::to_value(g.attention).ok().and_then(|a| a.as_str().map(str::to_owned)).as_deref()
+                != Some(kind) =>
+        {
+            serde_json::json!({})
+        }
+        (Some(g), _) => serde_json::to_value(g).map_err(|e| e.to_string())?,
+        (None, _) => serde_json::json!({}),
+    };
+    let set = |v: &mut serde_json::Value, key: &str, val: serde_json::Value| {
+        v.as_object_mut().expect("geometry is an object").insert(key.into(), val);
+    };
+    if let Some(a) = &args.attention {
+        set(&mut v, "attention", a.as_str().into());
+    }
+    for (key, val) in [
+        ("layers", args.layers),
+        ("kv_heads", args.kv_heads),
+        ("head_dim", args.head_dim),
+        ("kv_lora_rank", args.kv_lora_rank),
+        ("qk_rope_head_dim", args.qk_rope_head_dim),
+    ] {
+        if let Some(x) = val {
+            set(&mut v, key, x.into());
+        }
+    }
+    for (key, flag) in [("attention", "--attention mha|gqa|mla"), ("layers", "--layers")] {
+        if v.get(key).is_none() {
+            return Err(format!("model geometry: {key} is missing (give {flag})"));
+        }
+    }
+    let g: Geometry = serde_json::from_value(v).map_err(|e| format!("model geometry: {e}"))?;
+    let source =
+        if from_deployment.is_some() { "command-line flags over model.geometry" } else { "command-line flags" };
+    Ok((g, source.into()))
+}
+
+/// Writes `text` to `path` through a temporary file in the same folder.
+fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().ok_or_else(|| format!("--json {}: not a file name", path.display()))?;
+    let tmp = dir.join(format!(".{}.tmp", name.to_string_lossy()));
+    std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Gives up the whole run after `limit` seconds: the last line of defence against a hung GPU.
+/// Every GPU wait is polled with the same limit, but cudarc calls that block inside the driver
+/// cannot be interrupted otherwise.
+fn arm_watchdog(limit: u64) {
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(limit));
+        eprintln!(
+            "error: pdlaunch smoke: no result after {limit} s on the GPU (a wait did not return); giving up. Raise --timeout, or use --backend cpu."
+        );
+        std::process::exit(i32::from(crate::EXIT_BAD_INPUT));
+    });
+}
+
+/// Progress on stderr: a bar redrawn in place on a terminal, plain lines otherwise. Arms the
+/// watchdog when the CUDA engine is chosen.
+fn progress(tty: bool, limit: u64) -> impl Fn(Event<'_>) {
+    move |e| match e {
+        Event::Engine(backend) => {
+            if backend == "cuda" {
+                arm_watchdog(limit);
+            }
+        }
+        Event::Stage(s) => {
+            if tty {
+                eprint!("\r\x1b[2K");
+            }
+            eprintln!("smoke: {s}");
+        }
+        Event::Pairs { case, engine, done, total } => {
+            if tty {
+                let width = 30;
+                let fill = done * width / total.max(1);
+                eprint!(
+                    "\r\x1b[2K  [{}{}] {done}/{total} pairs ({case}, {engine})",
+                    "#".repeat(fill),
+                    ".".repeat(width - fill)
+                );
+                if done == total {
+                    eprintln!();
+                }
+                let _ = std::io::stderr().flush();
+            } else if done == total {
+                eprintln!("smoke:   {total} pair(s) transferred ({case}, {engine})");
+            }
+        }
+    }
+}
+
+pub fn run(args: Args, style: &Style) -> super::Result<u8> {
+    let loaded = load(&args.file)?;
+    let mut deployment = loaded.deployment.clone();
+    let (geometry, source) = match resolve_geometry(&args.geometry, &deployment) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("{}: {e}", style.error("error"));
+            return Ok(crate::EXIT_BAD_INPUT);
+        }
+    };
+    let kv_geometry = match KvGeometry::from_core(&geometry) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("{}: {e}", style.error("error"));
+            return Ok(crate::EXIT_BAD_INPUT);
+        }
+    };
+    deployment.model.geometry = Some(geometry);
+    let sides = match from_deployment(&deployment) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{}: {}: {e}", style.error("error"), loaded.file);
+            return Ok(crate::EXIT_BAD_INPUT);
+        }
+    };
+    let backend = match args.backend.as_str() {
+        "cpu" => BackendChoice::Cpu,
+        "cuda" => BackendChoice::Cuda,
+        _ => BackendChoice::Auto,
+    };
+    let opts = Options {
+        tokens: args.tokens,
+        backend,
+        transfer: args.transfer.as_deref().map(|t| {
+            if t == "nixl" {
+                TransferBackend::Nixl
+            } else {
+                TransferBackend::Mooncake
+            }
+        }),
+        negative_controls: args.negative_control,
+        max_memory: args.max_memory,
+        iterations: args.iterations.max(1),
+        seed: args.seed.unwrap_or(Options::default().seed),
+        wait_limit: Duration::from_secs(args.timeout.max(1)),
+        threads: None,
+    };
+    let input = Input { name: deployment.name.clone(), geometry: kv_geometry, geometry_source: source, sides };
+    let report = match smoke::run(&input, &opts, &progress(std::io::stderr().is_terminal(), args.timeout.max(1))) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{}: {e}", style.error("error"));
+            return Ok(crate::EXIT_BAD_INPUT);
+        }
+    };
+    let text = smoke::render_text(&report);
+    let verdict_line = match report.verdict {
+        Verdict::Pass => style.ok("verdict: PASS"),
+        Verdict::Fail => style.error("verdict: FAIL"),
+    };
+    print!("{}", text.replace("verdict: PASS", &verdict_line).replace("verdict: FAIL", &verdict_line));
+    if let Some(path) = &args.json {
+        let json = serde_json::to_string_pretty(&report)?;
+        write_atomic(path, &(json + "\n"))?;
+        eprintln!("smoke: report written to {}", path.display());
+    }
+    Ok(match report.verdict {
+        Verdict::Pass => 0,
+        Verdict::Fail => crate::EXIT_FINDINGS,
+    })
+}

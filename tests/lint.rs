@@ -1,0 +1,330 @@
+//! The linter on fixtures written in the style of public PD deployments (`tests/fixtures/lint/`):
+//! each clean fixture lints clean; each mutant (page size, KV dtype, transfer backend, bootstrap
+//! port, DeepEP mode, missing `--disaggregation-mode`, TP pairing) gives exactly the expected
+//! findings at the expected `file:line` of both sides (`!` marks a place where the flag is
+//! missing: the command that lacks it); `--fix` then removes what it can fix. Then the CLI: exit
+//! codes, human output with snippets, JSON, SARIF, `--fix`, `--write` and `--to-deployment`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use pdlaunch_core::lint::{self, Input, Options};
+use pdlaunch_core::rules::Severity;
+
+const BIN: &str = env!("CARGO_BIN_EXE_pdlaunch");
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/lint")
+}
+
+/// The files of each fixture.
+const FIXTURES: &[(&str, &[&str])] = &[
+    ("docs", &["docs-1p1d.sh"]),
+    ("k8s", &["k8s-overlay/prefill.yaml", "k8s-overlay/decode.yaml"]),
+    ("rbg", &["rbg-deepseek.yaml"]),
+    ("ome", &["ome-llama-runtime.yaml"]),
+    ("slurm", &["slurm-deepseek.sbatch"]),
+    ("compose", &["docker-compose.yaml"]),
+];
+
+fn files_of(fixture: &str) -> &'static [&'static str] {
+    FIXTURES.iter().find(|(n, _)| *n == fixture).map(|(_, f)| *f).expect("known fixture")
+}
+
+fn read(name: &str) -> String {
+    std::fs::read_to_string(dir().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+struct Mutant {
+    fixture: &'static str,
+    name: &'static str,
+    /// (file, text, replacement, expected number of occurrences).
+    edits: &'static [(&'static str, &'static str, &'static str, usize)],
+    /// Errors and warnings: (code, places as `file:line`, `!` when the flag is missing there).
+    expect: &'static [(&'static str, &'static [&'static str])],
+    /// Errors and warnings left after `--fix` (those without an automatic fix).
+    after_fix: &'static [&'static str],
+}
+
+const MUTANTS: &[Mutant] = &[
+    Mutant { fixture: "docs", name: "page", edits: &[("docs-1p1d.sh", "--port 30000 \\", "--port 30000 --page-size 64 \\", 1)], expect: &[("PD001", &["docs-1p1d.sh:12", "docs-1p1d.sh:15!"])], after_fix: &[] },
+    Mutant { fixture: "docs", name: "kv", edits: &[("docs-1p1d.sh", "--port 30001 \\", "--port 30001 --kv-cache-dtype fp8_e4m3 \\", 1)], expect: &[("PD002", &["docs-1p1d.sh:9!", "docs-1p1d.sh:18"])], after_fix: &[] },
+    Mutant { fixture: "docs", name: "transfer", edits: &[("docs-1p1d.sh", "--port 30001 \\", "--port 30001 --disaggregation-transfer-backend nixl \\", 1)], expect: &[("PD005", &["docs-1p1d.sh:9!", "docs-1p1d.sh:18"])], after_fix: &[] },
+    Mutant { fixture: "docs", name: "bootstrap", edits: &[("docs-1p1d.sh", "--port 30000 \\", "--port 30000 --disaggregation-bootstrap-port 9000 \\", 1)], expect: &[("PD017", &["docs-1p1d.sh:24", "docs-1p1d.sh:15!", "docs-1p1d.sh:12"])], after_fix: &[] },
+    Mutant { fixture: "docs", name: "deepep", edits: &[("docs-1p1d.sh", "--port 30001 \\", "--port 30001 --moe-a2a-backend deepep --deepep-mode normal \\", 1)], expect: &[("PD021", &["docs-1p1d.sh:18", "docs-1p1d.sh:18"])], after_fix: &[] },
+    Mutant { fixture: "docs", name: "nomode", edits: &[("docs-1p1d.sh", "  --disaggregation-mode decode \\\n", "", 1)], expect: &[("PD037", &["docs-1p1d.sh:15!"])], after_fix: &[] },
+    Mutant { fixture: "docs", name: "tp", edits: &[("docs-1p1d.sh", "--port 30001 \\", "--port 30001 --tp-size 2 \\", 1)], expect: &[("PD009", &["docs-1p1d.sh:9!", "docs-1p1d.sh:18"])], after_fix: &["PD009"] },
+    Mutant { fixture: "k8s", name: "page", edits: &[("k8s-overlay/decode.yaml", "\"--page-size=64\"", "\"--page-size=16\"", 1)], expect: &[("PD001", &["k8s-overlay/prefill.yaml:28", "k8s-overlay/decode.yaml:28"])], after_fix: &[] },
+    Mutant { fixture: "k8s", name: "kv", edits: &[("k8s-overlay/decode.yaml", "            - \"--tp-size=1\"\n", "            - \"--tp-size=1\"\n            - \"--kv-cache-dtype=fp8_e4m3\"\n", 1)], expect: &[("PD002", &["k8s-overlay/prefill.yaml:23!", "k8s-overlay/decode.yaml:30"])], after_fix: &[] },
+    Mutant { fixture: "k8s", name: "transfer", edits: &[("k8s-overlay/decode.yaml", "transfer-backend=nixl", "transfer-backend=mooncake", 1)], expect: &[("PD005", &["k8s-overlay/prefill.yaml:27", "k8s-overlay/decode.yaml:27"])], after_fix: &[] },
+    Mutant { fixture: "k8s", name: "bootstrap", edits: &[("k8s-overlay/prefill.yaml", "bootstrap-port=8998", "bootstrap-port=9000", 1)], expect: &[("PD017", &["k8s-overlay/decode.yaml:63", "k8s-overlay/prefill.yaml:32"])], after_fix: &[] },
+    Mutant { fixture: "k8s", name: "deepep", edits: &[("k8s-overlay/decode.yaml", "            - \"--tp-size=1\"\n", "            - \"--tp-size=1\"\n            - \"--moe-a2a-backend=deepep\"\n            - \"--deepep-mode=normal\"\n", 1)], expect: &[("PD021", &["k8s-overlay/decode.yaml:31", "k8s-overlay/decode.yaml:30"])], after_fix: &[] },
+    Mutant { fixture: "k8s", name: "nomode", edits: &[("k8s-overlay/decode.yaml", "            - \"--disaggregation-mode=decode\"\n", "", 1)], expect: &[("PD037", &["k8s-overlay/decode.yaml:23!"])], after_fix: &[] },
+    Mutant { fixture: "k8s", name: "tp", edits: &[("k8s-overlay/decode.yaml", "\"--tp-size=1\"", "\"--tp-size=3\"", 1)], expect: &[("PD038", &["k8s-overlay/decode.yaml:29"])], after_fix: &["PD038"] },
+    Mutant { fixture: "rbg", name: "page", edits: &[("rbg-deepseek.yaml", "--page-size 64 \\\n                    --mem-fraction-static 0.8 --max", "--page-size 32 \\\n                    --mem-fraction-static 0.8 --max", 1)], expect: &[("PD001", &["rbg-deepseek.yaml:47", "rbg-deepseek.yaml:73"])], after_fix: &[] },
+    Mutant { fixture: "rbg", name: "kv", edits: &[("rbg-deepseek.yaml", "--deepep-mode normal \\", "--deepep-mode normal --kv-cache-dtype fp8_e4m3 \\", 1)], expect: &[("PD002", &["rbg-deepseek.yaml:46", "rbg-deepseek.yaml:65!"])], after_fix: &[] },
+    Mutant { fixture: "rbg", name: "transfer", edits: &[("rbg-deepseek.yaml", "--disaggregation-mode decode \\\n                    --disaggregation-transfer-backend mooncake", "--disaggregation-mode decode \\\n                    --disaggregation-transfer-backend nixl", 1)], expect: &[("PD005", &["rbg-deepseek.yaml:43", "rbg-deepseek.yaml:69"])], after_fix: &[] },
+    Mutant { fixture: "rbg", name: "bootstrap", edits: &[("rbg-deepseek.yaml", ":8000 8998", ":8000 9000", 1)], expect: &[("PD017", &["rbg-deepseek.yaml:22", "rbg-deepseek.yaml:39!"])], after_fix: &[] },
+    Mutant { fixture: "rbg", name: "deepep", edits: &[("rbg-deepseek.yaml", "--deepep-mode low_latency", "--deepep-mode normal", 1)], expect: &[("PD021", &["rbg-deepseek.yaml:72", "rbg-deepseek.yaml:72"])], after_fix: &[] },
+    Mutant { fixture: "rbg", name: "nomode", edits: &[("rbg-deepseek.yaml", "                    --disaggregation-mode decode \\\n", "", 1)], expect: &[("PD037", &["rbg-deepseek.yaml:65!"])], after_fix: &[] },
+    Mutant { fixture: "rbg", name: "tp", edits: &[("rbg-deepseek.yaml", "--tp 8 --dp 8 --enable-dp-attention \\\n                    --moe-a2a-backend deepep --deepep-mode normal", "--tp 8 --dp 4 --enable-dp-attention \\\n                    --moe-a2a-backend deepep --deepep-mode normal", 1), ("rbg-deepseek.yaml", "--tp 8 --dp 8 --enable-dp-attention \\\n                    --moe-a2a-backend deepep --deepep-mode low_latency", "--tp 6 --dp 2 --enable-dp-attention \\\n                    --moe-a2a-backend deepep --deepep-mode low_latency", 1)], expect: &[("PD007", &["rbg-deepseek.yaml:45", "rbg-deepseek.yaml:71"]), ("PD038", &["rbg-deepseek.yaml:71"])], after_fix: &["PD007", "PD038"] },
+    Mutant { fixture: "ome", name: "page", edits: &[("ome-llama-runtime.yaml", "\"--disaggregation-mode=decode\", \"--disaggregation-ib-device=mlx5_0\",\n             \"--page-size=32\"", "\"--disaggregation-mode=decode\", \"--disaggregation-ib-device=mlx5_0\",\n             \"--page-size=64\"", 1)], expect: &[("PD001", &["ome-llama-runtime.yaml:26", "ome-llama-runtime.yaml:38"])], after_fix: &[] },
+    Mutant { fixture: "ome", name: "kv", edits: &[("ome-llama-runtime.yaml", "\"--page-size=32\", \"--kv-cache-dtype=fp8_e4m3\"]\n      env:\n        - {name: MODEL_PATH, value: /mnt/models/llama-3-3-70b-instruct}\n      resources:\n        limits: {nvidia.com/gpu: 4}\n  routerConfig", "\"--page-size=32\"]\n      env:\n        - {name: MODEL_PATH, value: /mnt/models/llama-3-3-70b-instruct}\n      resources:\n        limits: {nvidia.com/gpu: 4}\n  routerConfig", 1)], expect: &[("PD002", &["ome-llama-runtime.yaml:26", "ome-llama-runtime.yaml:35!"])], after_fix: &[] },
+    Mutant { fixture: "ome", name: "nomode", edits: &[("ome-llama-runtime.yaml", "\"--disaggregation-mode=decode\", ", "", 1)], expect: &[("PD037", &["ome-llama-runtime.yaml:35!"])], after_fix: &[] },
+    Mutant { fixture: "slurm", name: "page", edits: &[("slurm-deepseek.sbatch", "--disaggregation-mode decode --host", "--disaggregation-mode decode --page-size 32 --host", 2)], expect: &[("PD001", &["slurm-deepseek.sbatch:15", "slurm-deepseek.sbatch:27"]), ("PD041", &["slurm-deepseek.sbatch:15", "slurm-deepseek.sbatch:27"]), ("PD041", &["slurm-deepseek.sbatch:15", "slurm-deepseek.sbatch:32"])], after_fix: &["PD041"] },
+    Mutant { fixture: "slurm", name: "kv", edits: &[("slurm-deepseek.sbatch", "--disaggregation-mode decode --host", "--disaggregation-mode decode --kv-cache-dtype fp8_e4m3 --host", 2)], expect: &[("PD002", &["slurm-deepseek.sbatch:17!", "slurm-deepseek.sbatch:27"])], after_fix: &[] },
+    Mutant { fixture: "slurm", name: "transfer", edits: &[("slurm-deepseek.sbatch", "--disaggregation-mode prefill --host", "--disaggregation-mode prefill --disaggregation-transfer-backend nixl --host", 2)], expect: &[("PD005", &["slurm-deepseek.sbatch:18", "slurm-deepseek.sbatch:15"]), ("PD041", &["slurm-deepseek.sbatch:15", "slurm-deepseek.sbatch:18"]), ("PD041", &["slurm-deepseek.sbatch:15", "slurm-deepseek.sbatch:22"])], after_fix: &["PD041"] },
+    Mutant { fixture: "slurm", name: "bootstrap", edits: &[("slurm-deepseek.sbatch", ":30000 8998", ":30000 9000", 1)], expect: &[("PD017", &["slurm-deepseek.sbatch:40", "slurm-deepseek.sbatch:17!"])], after_fix: &[] },
+    Mutant { fixture: "slurm", name: "deepep", edits: &[("slurm-deepseek.sbatch", "--deepep-mode low_latency", "--deepep-mode normal", 2)], expect: &[("PD021", &["slurm-deepseek.sbatch:29", "slurm-deepseek.sbatch:29"]), ("PD021", &["slurm-deepseek.sbatch:34", "slurm-deepseek.sbatch:34"])], after_fix: &[] },
+    Mutant { fixture: "slurm", name: "nomode", edits: &[("slurm-deepseek.sbatch", "--disaggregation-mode decode ", "", 2)], expect: &[("PD037", &["slurm-deepseek.sbatch:26!", "slurm-deepseek.sbatch:31!"])], after_fix: &[] },
+    Mutant { fixture: "slurm", name: "tp", edits: &[("slurm-deepseek.sbatch", "--tp-size 16 --attn-dp-size 8 --moe-a2a-backend deepep --deepep-mode low_latency", "--tp-size 12 --attn-dp-size 4 --moe-a2a-backend deepep --deepep-mode low_latency", 2)], expect: &[("PD007", &["slurm-deepseek.sbatch:20", "slurm-deepseek.sbatch:29"]), ("PD038", &["slurm-deepseek.sbatch:29", "slurm-deepseek.sbatch:34"]), ("PD040", &["slurm-deepseek.sbatch:30"])], after_fix: &["PD007", "PD038", "PD040"] },
+    Mutant { fixture: "compose", name: "page", edits: &[("docker-compose.yaml", "      --page-size 16\n", "      --page-size 64\n", 1)], expect: &[("PD001", &["docker-compose.yaml:23", "docker-compose.yaml:42"])], after_fix: &[] },
+    Mutant { fixture: "compose", name: "kv", edits: &[("docker-compose.yaml", "      - \"16\"\n", "      - \"16\"\n      - --kv-cache-dtype\n      - fp8_e5m2\n", 1)], expect: &[("PD002", &["docker-compose.yaml:25", "docker-compose.yaml:40!"])], after_fix: &[] },
+    Mutant { fixture: "compose", name: "transfer", edits: &[("docker-compose.yaml", "      --disaggregation-transfer-backend nixl\n", "      --disaggregation-transfer-backend mooncake\n", 1)], expect: &[("PD005", &["docker-compose.yaml:21", "docker-compose.yaml:41"])], after_fix: &[] },
+    Mutant { fixture: "compose", name: "bootstrap", edits: &[("docker-compose.yaml", "\"http://127.0.0.1:30000\", \"8998\"", "\"http://127.0.0.1:30000\", \"8999\"", 1)], expect: &[("PD017", &["docker-compose.yaml:56", "docker-compose.yaml:27"])], after_fix: &[] },
+    Mutant { fixture: "compose", name: "deepep", edits: &[("docker-compose.yaml", "      --port 30001\n", "      --port 30001\n      --moe-a2a-backend deepep --deepep-mode normal\n", 1)], expect: &[("PD021", &["docker-compose.yaml:44", "docker-compose.yaml:44"])], after_fix: &[] },
+    Mutant { fixture: "compose", name: "nomode", edits: &[("docker-compose.yaml", "      --disaggregation-mode decode\n", "", 1)], expect: &[("PD037", &["docker-compose.yaml:38!"])], after_fix: &[] },
+    Mutant { fixture: "compose", name: "tp", edits: &[("docker-compose.yaml", "      --port 30001\n", "      --port 30001\n      --tp-size 2\n", 1)], expect: &[("PD009", &["docker-compose.yaml:14!", "docker-compose.yaml:44"])], after_fix: &["PD009"] },
+
+];
+
+fn inputs(fixture: &str, edits: &[(&str, &str, &str, usize)]) -> Vec<Input> {
+    files_of(fixture)
+        .iter()
+        .map(|f| {
+            let mut text = read(f);
+            for (file, from, to, n) in edits {
+                if file == f {
+                    assert_eq!(text.matches(from).count(), *n, "{fixture}: `{from}` in {f}");
+                    text = text.replace(from, to);
+                }
+            }
+            Input::new(*f, text)
+        })
+        .collect()
+}
+
+/// Errors and warnings as (code, places).
+fn summary(l: &lint::Linted) -> Vec<(String, Vec<String>)> {
+    l.findings
+        .iter()
+        .filter(|f| f.finding.severity != Severity::Note)
+        .map(|f| {
+            let places =
+                f.places.iter().map(|p| format!("{}:{}{}", p.file, p.line, if p.missing { "!" } else { "" })).collect();
+            (f.finding.code.to_owned(), places)
+        })
+        .collect()
+}
+
+#[test]
+fn clean_fixtures_lint_clean() {
+    for (name, _) in FIXTURES {
+        let l = lint::lint(&inputs(name, &[]), &Options::default());
+        assert!(l.unread.is_empty(), "{name}: {:?}", l.unread);
+        assert!(l.launches.len() >= 3, "{name}: {} launches", l.launches.len());
+        assert_eq!(summary(&l), Vec::<(String, Vec<String>)>::new(), "{name} is not clean");
+    }
+}
+
+#[test]
+fn every_mutant_gives_exactly_its_findings_at_both_places() {
+    let mut failures = Vec::new();
+    for m in MUTANTS {
+        let l = lint::lint(&inputs(m.fixture, m.edits), &Options::default());
+        let got = summary(&l);
+        let want: Vec<(String, Vec<String>)> =
+            m.expect.iter().map(|(c, p)| ((*c).to_owned(), p.iter().map(|s| (*s).to_owned()).collect())).collect();
+        if got != want {
+            failures.push(format!("{} / {}:\n  want {want:?}\n  got  {got:?}", m.fixture, m.name));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn every_fixture_has_every_mutant_kind() {
+    for (name, _) in FIXTURES {
+        let kinds: Vec<&str> = MUTANTS.iter().filter(|m| m.fixture == *name).map(|m| m.name).collect();
+        let wanted: &[&str] = if *name == "ome" {
+            &["page", "kv", "nomode"]
+        } else {
+            &["page", "kv", "transfer", "bootstrap", "deepep", "nomode", "tp"]
+        };
+        for k in wanted {
+            assert!(kinds.contains(k), "{name} lacks a `{k}` mutant");
+        }
+    }
+}
+
+#[test]
+fn fixes_remove_what_they_can() {
+    let mut failures = Vec::new();
+    for m in MUTANTS {
+        let inputs = inputs(m.fixture, m.edits);
+        let fixed = lint::fix::fix_all(&inputs, &Options::default());
+        let after: Vec<Input> = inputs
+            .iter()
+            .map(|i| {
+                fixed
+                    .iter()
+                    .find(|f| f.name == i.name)
+                    .map_or_else(|| i.clone(), |f| Input::new(i.name.clone(), f.after.clone()))
+            })
+            .collect();
+        let l = lint::lint(&after, &Options::default());
+        let mut got: Vec<String> = summary(&l).into_iter().map(|(c, _)| c).collect();
+        got.dedup();
+        if got != m.after_fix {
+            failures.push(format!("{} / {}: after --fix {got:?}, want {:?}", m.fixture, m.name, m.after_fix));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn clean_fixtures_reconstruct_to_clean_deployments() {
+    for (name, _) in FIXTURES {
+        let l = lint::lint(&inputs(name, &[]), &Options::default());
+        let Some(g) = (0..l.groups.len()).find(|&g| lint::reconstruct::deployment(&l, g).is_ok()) else {
+            panic!("{name}: nothing reconstructed");
+        };
+        let r = lint::reconstruct::deployment(&l, g).unwrap();
+        let report = pdlaunch_core::rules::check(&r.deployment);
+        let errors: Vec<_> = report.findings.iter().filter(|f| f.severity == Severity::Error).collect();
+        assert!(errors.is_empty(), "{name}: {errors:#?}\n{:#?}", r.deployment);
+    }
+}
+
+// ---- the CLI ----
+
+fn pdl(args: &[&str], cwd: &Path) -> Output {
+    Command::new(BIN).args(args).current_dir(cwd).env("NO_COLOR", "1").stdin(Stdio::null()).output().expect("runs")
+}
+
+fn out(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn mutant_dir(fixture: &str, name: &str) -> tempfile::TempDir {
+    let m = MUTANTS.iter().find(|m| m.fixture == fixture && m.name == name).expect("mutant");
+    let tmp = tempfile::tempdir().unwrap();
+    for i in inputs(m.fixture, m.edits) {
+        let p = tmp.path().join(&i.name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, i.text).unwrap();
+    }
+    tmp
+}
+
+#[test]
+fn cli_exit_codes() {
+    let o = pdl(&["lint", "docs-1p1d.sh"], &dir());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert!(out(&o).contains("1 file(s), 3 launch(es) in 1 deployment(s): 0 error(s), 0 warning(s)"), "{}", out(&o));
+    let tmp = mutant_dir("docs", "page");
+    let o = pdl(&["lint", "docs-1p1d.sh"], tmp.path());
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    let o = pdl(&["lint", "no-such-file.sh"], tmp.path());
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    std::fs::write(tmp.path().join("empty.sh"), "echo hello\n").unwrap();
+    let o = pdl(&["lint", "empty.sh"], tmp.path());
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(out(&o).contains("no SGLang launch"), "{}", out(&o));
+    std::fs::write(tmp.path().join("bad.yaml"), "a: [b\n").unwrap();
+    let o = pdl(&["lint", "bad.yaml", "docs-1p1d.sh"], tmp.path());
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(out(&o).contains("bad.yaml:"), "{}", out(&o));
+}
+
+#[test]
+fn cli_human_output_shows_both_places_with_snippets() {
+    let tmp = mutant_dir("docs", "page");
+    let o = pdl(&["lint", "docs-1p1d.sh"], tmp.path());
+    let s = out(&o);
+    assert!(s.contains("error[PD001] page-size-mismatch"), "{s}");
+    assert!(s.contains("--> docs-1p1d.sh:12:16 prefill[0] (docs-1p1d.sh:9) `--page-size`"), "{s}");
+    assert!(s.contains("12 |   --port 30000 --page-size 64 \\"), "{s}");
+    assert!(s.contains("--> docs-1p1d.sh:15:1 decode[0] (docs-1p1d.sh:15) `--page-size` not set here"), "{s}");
+    assert!(s.contains("SGLang: Page size mismatch"), "{s}");
+    assert!(s.contains("`--fix` would: docs-1p1d.sh:20:"), "{s}");
+}
+
+#[test]
+fn cli_stdin_pasted_commands() {
+    use std::io::Write;
+    let text = "python3 -m sglang.launch_server --model-path m --disaggregation-mode prefill --port 30000 --page-size 64\n\
+                python3 -m sglang.launch_server --model-path m --disaggregation-mode decode --port 30001 --page-size 1\n";
+    let mut child = Command::new(BIN)
+        .args(["lint", "-", "--format", "json"])
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["errors"], 1);
+    let f = &v["findings"].as_array().unwrap().iter().find(|f| f["code"] == "PD001").unwrap()["places"];
+    assert_eq!(f[0]["file"], "<stdin>");
+    assert_eq!((f[0]["line"].as_u64(), f[1]["line"].as_u64()), (Some(1), Some(2)));
+}
+
+#[test]
+fn cli_sarif() {
+    let tmp = mutant_dir("k8s", "page");
+    let o = pdl(&["lint", "--format", "sarif", "k8s-overlay/prefill.yaml", "k8s-overlay/decode.yaml"], tmp.path());
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["version"], "2.1.0");
+    let run = &v["runs"][0];
+    assert_eq!(run["tool"]["driver"]["name"], "pdlaunch");
+    let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+    let r = run["results"].as_array().unwrap().iter().find(|r| r["ruleId"] == "PD001").unwrap();
+    assert_eq!(r["level"], "error");
+    assert_eq!(rules[r["ruleIndex"].as_u64().unwrap() as usize]["id"], "PD001");
+    let loc = &r["locations"][0]["physicalLocation"];
+    assert_eq!(loc["artifactLocation"]["uri"], "k8s-overlay/prefill.yaml");
+    assert_eq!(loc["region"]["startLine"], 28);
+    assert_eq!(r["relatedLocations"][0]["physicalLocation"]["region"]["startLine"], 28);
+    assert_eq!(r["relatedLocations"][0]["physicalLocation"]["artifactLocation"]["uri"], "k8s-overlay/decode.yaml");
+}
+
+#[test]
+fn cli_fix_diff_then_write_with_backup() {
+    let tmp = mutant_dir("compose", "page");
+    let original = std::fs::read_to_string(tmp.path().join("docker-compose.yaml")).unwrap();
+    let o = pdl(&["lint", "--fix", "docker-compose.yaml"], tmp.path());
+    let s = String::from_utf8_lossy(&o.stdout).into_owned();
+    // The prefill's list item keeps its quoting (Kubernetes and compose want strings).
+    assert!(s.contains("--- a/docker-compose.yaml") && s.contains("-      - \"16\"\n+      - \"64\""), "{s}");
+    // --fix alone changes nothing on disk.
+    assert_eq!(std::fs::read_to_string(tmp.path().join("docker-compose.yaml")).unwrap(), original);
+    let o = pdl(&["lint", "--write", "docker-compose.yaml"], tmp.path());
+    assert!(o.status.code().is_some(), "{}", out(&o));
+    assert_eq!(std::fs::read_to_string(tmp.path().join("docker-compose.yaml.bak")).unwrap(), original);
+    let o = pdl(&["lint", "docker-compose.yaml"], tmp.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    // A second --write keeps the first backup.
+    std::fs::write(tmp.path().join("docker-compose.yaml"), &original).unwrap();
+    let _ = pdl(&["lint", "--write", "docker-compose.yaml"], tmp.path());
+    assert!(tmp.path().join("docker-compose.yaml.bak.1").exists());
+}
+
+#[test]
+fn cli_to_deployment_never_overwrites() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("run.sh"), read("slurm-deepseek.sbatch")).unwrap();
+    let o = pdl(&["lint", "run.sh", "--to-deployment", "dep.yaml"], tmp.path());
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let text = std::fs::read_to_string(tmp.path().join("dep.yaml")).unwrap();
+    assert!(text.contains("tp: 16") && text.contains("attn_dp: 8") && text.contains("page_size: 64"), "{text}");
+    let o = pdl(&["check", "dep.yaml"], tmp.path());
+    assert!(o.status.code() == Some(0), "{}\n{text}", out(&o));
+    let o = pdl(&["lint", "run.sh", "--to-deployment", "dep.yaml"], tmp.path());
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(out(&o).contains("never overwritten"), "{}", out(&o));
+}
