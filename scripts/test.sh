@@ -34,4 +34,15 @@ cargo build -p pdlaunch-core --target wasm32-unknown-unknown --locked
 step "benches compile"
 cargo bench --workspace --no-run --locked >/dev/null
 
+# ---- web app (issue 5) -------------------------------------------------------------------------
+# Installs what is missing (Trunk, wasm-bindgen-cli, wasm-opt, chromium), runs
+# `trunk build --release --offline`, then the end-to-end test in headless Chromium.
+# Opt-in for now (PDLAUNCH_WEB=1): on a fresh machine it builds Trunk and wasm-bindgen-cli from
+# source first, which takes longer than the rest of this script.
+if [ "${PDLAUNCH_WEB:-0}" = 1 ]; then
+  step "web app: trunk build --release --offline, then the end-to-end test in headless Chromium"
+  ./web/e2e.sh
+fi
+# ---- end web app ---------------------------------------------------------------------------------
+
 printf '\nall checks passed\n'
