@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# End-to-end test of the browser app: builds dist/ (web/build.sh) and the CLI, serves dist/ on
+# 127.0.0.1, and drives Debian's headless Chromium through web/e2e/app.test.mjs. Screenshots and
+# the request log land in target/web-e2e/.
+#
+#   web/e2e.sh               build, then test
+#   SKIP_BUILD=1 web/e2e.sh  test the dist/ already built
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -z "${SKIP_BUILD:-}" ]; then
+  ./web/build.sh
+else
+  ./web/build.sh --tools-only
+fi
+printf '\n==> building the CLI the test compares with (target/debug/pdlaunch)\n'
+cargo build -p pdlaunch --locked
+printf '\n==> end-to-end test in headless Chromium\n'
+node --test --test-reporter=spec web/e2e/app.test.mjs

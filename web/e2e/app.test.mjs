@@ -1,0 +1,240 @@
+// End-to-end test of the built app (dist/) in Debian's headless Chromium, driven by playwright-core
+// (no browser download). Run by web/e2e.sh; screenshots land in target/web-e2e/.
+//
+// Environment: DIST (default <repo>/dist), PDLAUNCH (default <repo>/target/debug/pdlaunch),
+// CHROMIUM (default /usr/bin/chromium), ARTIFACTS (default <repo>/target/web-e2e).
+
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { serve } from './serve.mjs';
+
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const DIST = process.env.DIST ?? join(repo, 'dist');
+const PDLAUNCH = process.env.PDLAUNCH ?? join(repo, 'target/debug/pdlaunch');
+const ARTIFACTS = process.env.ARTIFACTS ?? join(repo, 'target/web-e2e');
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+
+/** Launch flags: nothing in the background may reach the network either. */
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-default-apps',
+  '--disable-domain-reliability',
+  '--metrics-recording-only',
+];
+
+const SEED_ERROR =
+  'Page size mismatch: prefill server has page_size=64, but decode server has page_size=1. ' +
+  'Both servers must use the same --page-size value.';
+const PRESET = 'qwen3-2p1d-nixl';
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+
+let site, context, page, work;
+const requests = [];
+const offOrigin = [];
+const problems = [];
+
+async function shot(name) {
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: false });
+}
+
+/** Accessibility check of the current view (axe-core, WCAG 2 A/AA): no serious or critical violation. */
+async function accessible(view) {
+  if (!(await page.evaluate(() => 'axe' in window))) await page.addScriptTag({ path: AXE });
+  const violations = await page.evaluate(async () => {
+    const r = await window.axe.run(document, { runOnly: ['wcag2a', 'wcag2aa'] });
+    return r.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.id}: ${v.help} (${v.nodes.length}x, e.g. ${v.nodes[0].target.join(' ')})`);
+  });
+  assert.deepEqual(violations, [], `${view}: accessibility violations`);
+}
+
+async function download(click) {
+  const [d] = await Promise.all([page.waitForEvent('download'), click()]);
+  const path = join(work, d.suggestedFilename());
+  await d.saveAs(path);
+  return { name: d.suggestedFilename(), path, bytes: readFileSync(path) };
+}
+
+async function output(tab) {
+  await page.click(`#out-${tab}`);
+  await page.waitForSelector(`#out-${tab}[aria-selected=true]`);
+  return page.textContent('#output');
+}
+
+describe('pdlaunch web app', () => {
+  before(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    work = mkdtempSync(join(tmpdir(), 'pdlaunch-e2e-'));
+    site = await serve(DIST);
+    context = await chromium.launchPersistentContext(join(work, 'profile'), {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      acceptDownloads: true,
+      viewport: { width: 1440, height: 1000 },
+    });
+    // Every request is logged; one for another origin is recorded and refused.
+    await context.route('**/*', (route) => {
+      const url = route.request().url();
+      if (url.startsWith(site.origin + '/') || url.startsWith('data:') || url.startsWith('blob:')) {
+        return route.continue();
+      }
+      offOrigin.push(url);
+      return route.abort();
+    });
+    context.on('request', (r) => requests.push(r.url()));
+    page = context.pages()[0] ?? (await context.newPage());
+    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    page.on('console', (m) => m.type() === 'error' && problems.push(`console error: ${m.text()}`));
+  });
+
+  after(async () => {
+    await context?.close();
+    site?.server.close();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it('loads the app and renders output', async () => {
+    await page.goto(site.origin + '/');
+    await page.waitForSelector('#output');
+    assert.match(await page.textContent('#output'), /sglang\.launch_server/);
+    await page.waitForSelector('#diagnostics-summary[data-errors="0"]');
+    await shot('builder');
+  });
+
+  it('picks a preset, reaching it with the keyboard', async () => {
+    await page.focus('body');
+    let tabs = 0;
+    while ((await page.evaluate(() => document.activeElement?.id)) !== 'preset') {
+      assert.ok(++tabs < 15, 'the example picker is reachable with Tab');
+      await page.keyboard.press('Tab');
+    }
+    await page.selectOption('#preset', PRESET);
+    await page.waitForFunction((n) => document.querySelector('#f-name')?.value === n, PRESET);
+    await page.waitForSelector('#diagnostics-summary[data-errors="0"]');
+  });
+
+  it('sees PD001 beside the decode extra args when the decode page size differs', async () => {
+    await page.fill('#f-decode-extra_args', '--page-size 1');
+    const beside = '[data-path="decode.extra_args"] .finding[data-code="PD001"]';
+    await page.waitForSelector(beside);
+    assert.match(await page.locator(beside).first().textContent(), /page_size=1/);
+    assert.match(await page.textContent('#diagnostics-summary'), /[1-9]\d* errors?/);
+    await page.locator(beside).first().scrollIntoViewIfNeeded();
+    await shot('builder-pd001');
+    await accessible('builder with a finding');
+  });
+
+  it('applies the one-click fix with the keyboard and is clean; undo brings the finding back', async () => {
+    const button = page.locator('[data-path="decode.extra_args"] .finding[data-code="PD001"] .apply-fix').first();
+    await button.focus();
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#diagnostics-summary[data-errors="0"]');
+    assert.equal(await page.locator('.finding[data-code="PD001"]').count(), 0);
+    assert.equal(await page.inputValue('#f-decode-extra_args'), '');
+    await page.click('#undo');
+    await page.waitForSelector('.finding[data-code="PD001"]');
+    await page.locator('.finding[data-code="PD001"] .apply-fix').first().click();
+    await page.waitForSelector('#diagnostics-summary[data-errors="0"]');
+    await shot('builder-fixed');
+  });
+
+  it('downloads a shell bundle byte-identical to `pdlaunch render`', async () => {
+    await output('shell');
+    const script = await download(() => page.click('#download-output'));
+    assert.equal(script.name, `${PRESET}.sh`);
+    const yaml = await download(() => page.click('#export-yaml'));
+    assert.equal(yaml.name, `${PRESET}.yaml`);
+    const cli = execFileSync(PDLAUNCH, ['render', yaml.path]);
+    assert.ok(cli.length > 0);
+    assert.ok(script.bytes.equals(cli), 'the downloaded script differs from `pdlaunch render`');
+    // The JSON export is the same deployment.
+    const json = await download(() => page.click('#export-json'));
+    assert.ok(execFileSync(PDLAUNCH, ['render', json.path]).equals(cli));
+  });
+
+  it('reloads the same state from the URL alone', async () => {
+    await page.fill('#f-shared-page_size', '32');
+    await page.waitForFunction(() => document.querySelector('#output')?.textContent.includes('--page-size 32'));
+    const before = { shell: await output('shell'), yaml: await output('yaml') };
+    const url = page.url();
+    assert.match(url, /#s=[A-Za-z0-9_-]+$/);
+    await page.evaluate(() => localStorage.clear());
+    await page.goto('about:blank');
+    await page.goto(url);
+    await page.waitForSelector('#output');
+    assert.equal(await page.inputValue('#f-shared-page_size'), '32');
+    assert.equal(await output('yaml'), before.yaml);
+    assert.equal(await output('shell'), before.shell);
+    // A link pasted into the same tab changes only the fragment; the app follows it.
+    await page.fill('#f-shared-page_size', '64');
+    await page.waitForFunction(() => document.querySelector('#output')?.textContent.includes('--page-size 64'));
+    await page.evaluate((u) => { location.hash = new URL(u).hash; }, url);
+    await page.waitForFunction(() => document.querySelector('#f-shared-page_size')?.value === '32');
+    assert.match(await page.textContent('#notice'), /from the link/);
+    // And from local storage alone (autosave).
+    await page.goto(site.origin + '/');
+    await page.waitForSelector('#output');
+    assert.equal(await page.inputValue('#f-shared-page_size'), '32');
+  });
+
+  it('lints a drifted script and opens it in the builder', async () => {
+    const drifted = readFileSync(join(repo, 'web/e2e/fixtures/drifted.sh'), 'utf8');
+    await page.click('#nav-lint');
+    await page.fill('#lint-input', drifted);
+    await page.waitForSelector('.lint .finding[data-code="PD001"]');
+    assert.ok((await page.locator('.lint .source .line.hit').count()) > 0, 'offending lines are highlighted');
+    // The fixed pair: both servers now use one page size.
+    const fixed = await page.textContent('.fixed-text');
+    assert.equal((fixed.match(/--page-size 64/g) ?? []).length, 2, fixed);
+    await shot('lint');
+    // The reconstructed deployment keeps one page size for both sides: the drift is resolved.
+    await page.click('#lint-open');
+    await page.waitForSelector('#output');
+    assert.equal(await page.inputValue('#f-shared-page_size'), '64');
+    assert.equal(await page.locator('.finding[data-code="PD001"]').count(), 0);
+    assert.match(await page.textContent('#notice'), /Opened/);
+    await page.click('#nav-lint');
+    await accessible('lint');
+  });
+
+  it('explains the seed error as PD001', async () => {
+    await page.click('#nav-explain');
+    await page.fill('#explain-input', SEED_ERROR);
+    await page.waitForSelector('.explanation[data-code]');
+    assert.equal(await page.getAttribute('.explanation[data-code]', 'data-code'), 'PD001');
+    await shot('explain');
+    await accessible('explain');
+  });
+
+  it('is readable on a phone', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.click('#nav-builder');
+    await page.waitForSelector('#output');
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 1, `page is ${overflow}px wider than the phone`);
+    await shot('phone');
+  });
+
+  it('sent no request off the origin, and logged no error', async () => {
+    assert.ok(requests.length > 0);
+    assert.deepEqual(offOrigin, []);
+    const foreign = requests.filter((u) => !u.startsWith(site.origin + '/') && !/^(data|blob):/.test(u));
+    assert.deepEqual(foreign, []);
+    assert.deepEqual(problems, []);
+    writeFileSync(join(ARTIFACTS, 'requests.txt'), requests.join('\n') + '\n');
+  });
+});

@@ -1,0 +1,221 @@
+//! Lint: paste or drop existing launch scripts or manifests. The core finds the SGLang launches
+//! in them, reports drift between prefill, decode and router at the lines concerned, writes the
+//! corrected files, and reconstructs the deployment they amount to ("open in builder").
+
+use std::rc::Rc;
+
+use pdlaunch_core::lint::fix::{fix_all, FixedFile};
+use pdlaunch_core::lint::reconstruct::{deployment, Reconstructed};
+use pdlaunch_core::lint::{lint, Input, Linted, Options};
+use pdlaunch_core::release::Release;
+use pdlaunch_core::rules::Severity;
+use web_sys::{HtmlSelectElement, HtmlTextAreaElement};
+use yew::prelude::*;
+
+use super::lint_finding::LintFindingCard;
+use super::source::Source;
+use crate::browser;
+use crate::state::Action;
+
+/// Props of [`LintView`].
+#[derive(Properties, PartialEq)]
+pub struct LintProps {
+    /// The files (name, text); the text box edits the first.
+    pub files: Rc<Vec<(String, String)>>,
+    /// The GPU of every server, when the user names it.
+    pub gpu: Option<String>,
+    /// The SGLang release, when the user names it.
+    pub release: Option<String>,
+    /// Sends actions.
+    pub dispatch: Callback<Action>,
+}
+
+/// What the core made of the files.
+pub struct LintResult {
+    /// Findings, launches and groups.
+    pub linted: Linted,
+    /// The corrected files.
+    pub fixed: Vec<FixedFile>,
+    /// The deployment of each group.
+    pub deployments: Vec<Result<Reconstructed, String>>,
+}
+
+/// Runs the linter on the files, with the GPU and release the user named (schema spellings).
+pub fn run(files: &[(String, String)], gpu: Option<&str>, release: Option<&str>) -> LintResult {
+    let inputs: Vec<Input> = files.iter().map(|(n, t)| Input::new(n.clone(), t.clone())).collect();
+    let opts = Options {
+        gpu: gpu.and_then(|g| serde_json::from_value(serde_json::Value::String(g.to_owned())).ok()),
+        release: release.and_then(|r| Release::ALL.into_iter().find(|x| x.as_str() == r)),
+        ..Options::default()
+    };
+    let linted = lint(&inputs, &opts);
+    let fixed = fix_all(&inputs, &opts);
+    let deployments = (0..linted.groups.len()).map(|g| deployment(&linted, g)).collect();
+    LintResult { linted, fixed, deployments }
+}
+
+/// The Lint view.
+#[function_component]
+pub fn LintView(props: &LintProps) -> Html {
+    let result = use_memo((props.files.clone(), props.gpu.clone(), props.release.clone()), |(files, gpu, release)| {
+        run(files, gpu.as_deref(), release.as_deref())
+    });
+    let option = |id: &'static str,
+                  label: &'static str,
+                  def: &str,
+                  current: Option<String>,
+                  unset: &'static str,
+                  make: fn(Option<String>) -> Action| {
+        let choices = crate::form::Schema::get().choices(def);
+        let dispatch = props.dispatch.clone();
+        let onchange = Callback::from(move |e: Event| {
+            let v = e.target_unchecked_into::<HtmlSelectElement>().value();
+            dispatch.emit(make((!v.is_empty()).then_some(v)));
+        });
+        html! {
+            <span class="option">
+                <label for={id}>{label}</label>
+                <select id={id} {onchange}>
+                    <option value="" selected={current.is_none()}>{unset}</option>
+                    { for choices.into_iter().map(|c| html! {
+                        <option value={c.clone()} selected={current.as_deref() == Some(c.as_str())}>{c.clone()}</option>
+                    }) }
+                </select>
+            </span>
+        }
+    };
+    let oninput = {
+        let dispatch = props.dispatch.clone();
+        Callback::from(move |e: InputEvent| {
+            dispatch.emit(Action::LintText(e.target_unchecked_into::<HtmlTextAreaElement>().value()))
+        })
+    };
+    let ondragover = Callback::from(|e: DragEvent| e.prevent_default());
+    let ondrop = {
+        let dispatch = props.dispatch.clone();
+        Callback::from(move |e: DragEvent| {
+            e.prevent_default();
+            let Some(list) = e.data_transfer().and_then(|d| d.files()) else { return };
+            let n = list.length();
+            let got = Rc::new(std::cell::RefCell::new(Vec::new()));
+            for i in 0..n {
+                let Some(file) = list.get(i) else { continue };
+                let (got, dispatch) = (got.clone(), dispatch.clone());
+                browser::read_file(file, move |name, text| {
+                    got.borrow_mut().push((name, text));
+                    if got.borrow().len() as u32 == n {
+                        let mut files = got.borrow().clone();
+                        files.sort();
+                        dispatch.emit(Action::LintFiles(files));
+                    }
+                });
+            }
+        })
+    };
+    let text = props.files.first().map(|f| f.1.clone()).unwrap_or_default();
+    let others: Vec<String> = props.files.iter().skip(1).map(|f| f.0.clone()).collect();
+    let l = &result.linted;
+    let has_input = props.files.iter().any(|f| !f.1.trim().is_empty());
+    let summary = if !has_input {
+        String::new()
+    } else if l.launches.is_empty() {
+        "No SGLang launch found in this text.".to_owned()
+    } else {
+        let n = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        format!(
+            "{} in {}: {}, {}, {}",
+            n(l.launches.len(), "launch", "launches"),
+            n(l.groups.len(), "deployment", "deployments"),
+            n(l.count(Severity::Error), "error", "errors"),
+            n(l.count(Severity::Warning), "warning", "warnings"),
+            n(l.count(Severity::Note), "note", "notes")
+        )
+    };
+    let groups = result.deployments.iter().enumerate().map(|(g, r)| {
+        let name = l.groups[g].name.clone();
+        match r {
+            Ok(rec) => {
+                let d = Rc::new(rec.deployment.clone());
+                let dispatch = props.dispatch.clone();
+                let from = name.clone();
+                let open = Callback::from(move |_| dispatch.emit(Action::Open(d.clone(), from.clone())));
+                html! {
+                    <div class="group-open">
+                        <button id={if g == 0 { "lint-open".to_owned() } else { format!("lint-open-{g}") }} onclick={open}>
+                            {format!("Open deployment “{name}” in the builder")}
+                        </button>
+                        if !rec.notes.is_empty() {
+                            <ul class="notes">{ for rec.notes.iter().map(|n| html! { <li>{n.clone()}</li> }) }</ul>
+                        }
+                    </div>
+                }
+            }
+            Err(e) => html! { <p class="muted">{format!("Deployment “{name}” cannot be reconstructed: {e}")}</p> },
+        }
+    });
+    html! {
+        <section class="lint" aria-labelledby="lint-title" {ondragover} {ondrop}>
+            <h2 id="lint-title">{"Lint existing launch scripts and manifests"}</h2>
+            <label for="lint-input">{"Shell script, command lines, Kubernetes or compose YAML (paste, or drop files here)"}</label>
+            <textarea id="lint-input" rows="12" value={text} {oninput} spellcheck="false" autocomplete="off"
+                      placeholder="python -m sglang.launch_server --model-path ... --disaggregation-mode prefill ..." />
+            if !others.is_empty() { <p class="muted">{format!("Also linting: {}", others.join(", "))}</p> }
+            <div class="lint-options">
+                {option("lint-gpu", "GPU of the servers", "Gpu", props.gpu.clone(), "unknown", Action::LintGpu)}
+                {option("lint-release", "SGLang release", "Release", props.release.clone(), "from the material, else newest",
+                        Action::LintRelease)}
+            </div>
+            <p id="lint-summary" class="summary" role="status" aria-live="polite">{summary}</p>
+            { for l.unread.iter().map(|u| html! {
+                <p class="load-error">{format!("{}:{}:{}: {}", u.file, u.line, u.column, u.message)}</p>
+            }) }
+            { for groups }
+            <div class="lint-grid">
+                <div>
+                    <h3>{"Findings"}</h3>
+                    { for l.findings.iter().enumerate().map(|(i, f)| html! { <LintFindingCard index={i} finding={Rc::new(f.clone())} /> }) }
+                    if has_input && l.findings.is_empty() && !l.launches.is_empty() { <p class="summary clean">{"No drift found."}</p> }
+                </div>
+                <div>
+                    <h3>{"Sources"}</h3>
+                    { for l.files.iter().enumerate().map(|(i, f)| {
+                        let places: Vec<(u32, u32, bool)> = l.findings.iter().flat_map(|lf| {
+                            let err = lf.finding.severity == Severity::Error;
+                            lf.places.iter().filter(|p| p.file == f.name).map(move |p| (p.line, p.end_line, err))
+                        }).collect();
+                        html! { <Source index={i} name={f.name.clone()} text={f.text.clone()} places={places} /> }
+                    }) }
+                </div>
+            </div>
+            if !result.fixed.is_empty() {
+                <h3>{"Fixed"}</h3>
+                { for result.fixed.iter().map(|f| {
+                    let (name, after) = (f.name.clone(), f.after.clone());
+                    let download = Callback::from(move |_| { let _ = browser::download(&name, "text/plain", &after); });
+                    html! {
+                        <div class="fixed">
+                            <ul>{ for f.fixes.iter().map(|x| html! { <li>{x.clone()}</li> }) }</ul>
+                            <button class="download-fixed" onclick={download}>{format!("Download fixed {}", f.name)}</button>
+                            <pre class="fixed-text" tabindex="0" aria-label={format!("Fixed {}", f.name)}><code>{f.after.clone()}</code></pre>
+                        </div>
+                    }
+                }) }
+            }
+        </section>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_drifted_fixture_shows_pd001_a_fix_and_a_deployment() {
+        let r = run(&[("drifted.sh".into(), include_str!("../../e2e/fixtures/drifted.sh").into())], Some("h200"), None);
+        assert!(r.linted.findings.iter().any(|f| f.finding.code == "PD001"), "{:?}", r.linted.findings);
+        let f = r.linted.findings.iter().find(|f| f.finding.code == "PD001").unwrap();
+        assert!(f.places.iter().any(|p| p.line > 0));
+        assert!(!r.fixed.is_empty());
+        assert!(r.deployments.first().is_some_and(|d| d.is_ok()));
+    }
+}

@@ -1,0 +1,83 @@
+//! A list of groups: a side's instances, an instance's nodes. Items can be added (a copy of the
+//! last one, so a new node starts with the same settings) and removed.
+
+use std::rc::Rc;
+
+use serde_json::Value;
+use yew::prelude::*;
+
+use super::finding::FindingCard;
+use super::help::Help;
+use super::section::Section;
+use crate::form::{field_id, Prop, Schema};
+use crate::state::{Action, Diagnostic};
+
+/// Props of [`List`].
+#[derive(Properties, PartialEq)]
+pub struct ListProps {
+    /// The list property.
+    pub prop: Rc<Prop>,
+    /// The items' schema definition.
+    pub def: AttrValue,
+    /// The list's field path.
+    pub path: AttrValue,
+    /// The items.
+    pub items: Vec<Value>,
+    /// Every finding.
+    pub diagnostics: Rc<Vec<Rc<Diagnostic>>>,
+    /// The field path of the load error.
+    #[prop_or_default]
+    pub error_path: Option<AttrValue>,
+    /// The side it belongs to.
+    #[prop_or_default]
+    pub side: Option<&'static str>,
+    /// Sends actions.
+    pub dispatch: Callback<Action>,
+}
+
+/// A list of groups.
+#[function_component]
+pub fn List(props: &ListProps) -> Html {
+    let id = field_id(&props.path);
+    let noun = props.def.to_lowercase();
+    let set = |items: Vec<Value>| {
+        let dispatch = props.dispatch.clone();
+        let path = props.path.to_string();
+        Callback::from(move |_: MouseEvent| {
+            dispatch.emit(Action::Set { path: path.clone(), value: Some(Value::Array(items.clone())) })
+        })
+    };
+    let add = {
+        let mut items = props.items.clone();
+        items.push(props.items.last().cloned().unwrap_or_else(|| Schema::get().skeleton(&props.def)));
+        set(items)
+    };
+    let here: Vec<Rc<Diagnostic>> =
+        props.diagnostics.iter().filter(|d| d.paths().any(|p| p == props.path.as_str())).cloned().collect();
+    html! {
+        <fieldset class="list" id={id.clone()}>
+            <legend>{props.prop.label.clone()}</legend>
+            <Help text={props.prop.help.clone()} id={format!("{id}-help")} />
+            { for here.iter().map(|d| html! { <FindingCard diagnostic={d.clone()} dispatch={props.dispatch.clone()} /> }) }
+            { for props.items.iter().enumerate().map(|(i, item)| {
+                let path = format!("{}[{i}]", props.path);
+                let mut rest = props.items.clone();
+                rest.remove(i);
+                let title = format!("{} {}", props.def, i + 1);
+                html! {
+                    <fieldset class="item" key={path.clone()}>
+                        <legend>{title.clone()}</legend>
+                        <Section def={props.def.clone()} path={path.clone()} value={Rc::new(item.clone())}
+                                 diagnostics={props.diagnostics.clone()} error_path={props.error_path.clone()}
+                                 side={props.side} dispatch={props.dispatch.clone()} />
+                        <button class="remove" onclick={set(rest)} disabled={props.items.len() == 1}
+                                aria-label={format!("Remove {}", title.to_lowercase())}>
+                            {format!("Remove {noun}")}
+                        </button>
+                    </fieldset>
+                }
+            }) }
+            <button class="add" id={format!("{id}-add")} onclick={add}>{format!("Add {noun}")}</button>
+        </fieldset>
+    }
+}

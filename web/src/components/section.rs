@@ -1,0 +1,127 @@
+//! A group of fields: one schema definition (the deployment, `shared`, a side, an instance...).
+//! Primary fields show first; the rest sit under "more settings", opened when a finding concerns
+//! one of them.
+
+use std::rc::Rc;
+
+use serde_json::Value;
+use yew::prelude::*;
+
+use super::field::Field;
+use super::finding::FindingCard;
+use super::group::Group;
+use super::list::List;
+use crate::form::{Kind, Prop, Schema};
+use crate::state::{Action, Diagnostic};
+
+/// Props of [`Section`].
+#[derive(Properties, PartialEq)]
+pub struct SectionProps {
+    /// Schema definition (`Shared`, `Side`...).
+    pub def: AttrValue,
+    /// Field path of this group (empty for the deployment itself).
+    pub path: AttrValue,
+    /// The group's value (an object, or null when unset).
+    pub value: Rc<Value>,
+    /// Every finding; each field picks its own.
+    pub diagnostics: Rc<Vec<Rc<Diagnostic>>>,
+    /// The field path of the load error, if the document does not parse.
+    #[prop_or_default]
+    pub error_path: Option<AttrValue>,
+    /// The side this group belongs to, when inside `prefill` or `decode`.
+    #[prop_or_default]
+    pub side: Option<&'static str>,
+    /// Sends actions.
+    pub dispatch: Callback<Action>,
+}
+
+fn join(path: &str, name: &str) -> String {
+    if path.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{path}.{name}")
+    }
+}
+
+/// A group of fields.
+#[function_component]
+pub fn Section(props: &SectionProps) -> Html {
+    let schema = Schema::get();
+    let props_of = schema.props(&props.def);
+    let side = props.side.or(match props.path.as_str() {
+        "prefill" => Some("prefill"),
+        "decode" => Some("decode"),
+        _ => None,
+    });
+    let render = |p: &Rc<Prop>| -> Html {
+        let path = join(&props.path, &p.name);
+        let value = props.value.get(&p.name).filter(|v| !v.is_null()).cloned();
+        // A field meaningful on the other side only is hidden unless it is set.
+        if let (Some(only), Some(side)) = (p.only_on, side) {
+            if only != side && value.is_none() {
+                return html! {};
+            }
+        }
+        let error = props.error_path.as_deref().filter(|e| *e == path || e.starts_with(&format!("{path}.")));
+        match &p.kind {
+            Kind::Object(def) => {
+                html! { <Group prop={p.clone()} def={def.clone()} path={path} value={value}
+                diagnostics={props.diagnostics.clone()} error_path={props.error_path.clone()}
+                side={side} dispatch={props.dispatch.clone()} /> }
+            }
+            Kind::List(def) => {
+                html! { <List prop={p.clone()} def={def.clone()} path={path}
+                items={value.and_then(|v| v.as_array().cloned()).unwrap_or_default()}
+                diagnostics={props.diagnostics.clone()} error_path={props.error_path.clone()}
+                side={side} dispatch={props.dispatch.clone()} /> }
+            }
+            _ => {
+                let diags: Vec<Rc<Diagnostic>> =
+                    props.diagnostics.iter().filter(|d| d.concerns(&path)).cloned().collect();
+                let error = error.map(|_| AttrValue::from("This value is not valid here; see the message above."));
+                html! { <Field prop={p.clone()} path={path} value={value} diagnostics={diags} error={error}
+                dispatch={props.dispatch.clone()} /> }
+            }
+        }
+    };
+    let (primary, more): (Vec<_>, Vec<_>) = props_of.iter().partition(|p| p.primary);
+    let more_needed = more.iter().any(|p| {
+        let path = join(&props.path, &p.name);
+        props.diagnostics.iter().any(|d| d.concerns(&path))
+            || props.error_path.as_deref().is_some_and(|e| e.starts_with(&path))
+    });
+    // "More settings" renders its fields only once opened (most fields live there, so start-up
+    // and every edit have far less to render); a finding or error inside opens it.
+    let open = use_state(|| more_needed);
+    {
+        let open = open.clone();
+        use_effect_with(more_needed, move |needed| {
+            if *needed {
+                open.set(true);
+            }
+        });
+    }
+    let ontoggle = {
+        let open = open.clone();
+        Callback::from(move |e: Event| open.set(e.target_unchecked_into::<web_sys::HtmlDetailsElement>().open()))
+    };
+    let here: Vec<Rc<Diagnostic>> = if props.path.is_empty() {
+        Vec::new()
+    } else {
+        props.diagnostics.iter().filter(|d| d.paths().any(|p| p == props.path.as_str())).cloned().collect()
+    };
+    let more_label =
+        if props.path.is_empty() { "More deployment settings".to_owned() } else { "More settings".to_owned() };
+    html! {
+        <>
+            { for here.iter().map(|d| html! { <FindingCard diagnostic={d.clone()} dispatch={props.dispatch.clone()} /> }) }
+            { for primary.iter().map(|p| render(p)) }
+            if !more.is_empty() {
+                <details class="more" open={*open || more_needed} {ontoggle}>
+                    <summary>{more_label}</summary>
+                    if *open || more_needed { { for more.iter().map(|p| render(p)) } }
+                </details>
+            }
+        </>
+    }
+}

@@ -1,0 +1,548 @@
+//! The app's state and the one reducer that changes it. Every user action is an [`Action`]; the
+//! reducer edits the deployment document and asks the core for everything derived from it (the
+//! parsed deployment, the findings and their fixes). Nothing here validates on its own.
+
+use std::rc::Rc;
+
+use pdlaunch_core::deployment::Deployment;
+use pdlaunch_core::examples::EXAMPLES;
+use pdlaunch_core::fix::{self, Fix};
+use pdlaunch_core::load::{locate, parse_deployment, LoadError, Syntax};
+use pdlaunch_core::plan::{plan, Origin};
+use pdlaunch_core::render::{bundle, render, Format};
+use pdlaunch_core::rules::{check, Finding, Report, Severity};
+use serde_json::Value;
+use yew::Reducible;
+
+/// The name pasted Lint text goes under: no extension, so the linter reads the text to tell a
+/// script from a manifest.
+pub const PASTED: &str = "pasted";
+
+/// How many changes undo remembers.
+const UNDO_DEPTH: usize = 100;
+
+/// The top-level views.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    Builder,
+    Lint,
+    Explain,
+}
+
+/// The builder's output tabs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputTab {
+    /// Launch scripts (`pdlaunch render`).
+    Shell,
+    /// SGLang `--config` YAML files and the scripts that load them.
+    Config,
+    /// Argv and environment per process.
+    Json,
+    /// The deployment itself.
+    Yaml,
+}
+
+impl OutputTab {
+    /// Every tab, in display order.
+    pub const ALL: [OutputTab; 4] = [OutputTab::Shell, OutputTab::Config, OutputTab::Json, OutputTab::Yaml];
+    /// Tab label.
+    pub fn label(self) -> &'static str {
+        match self {
+            OutputTab::Shell => "Shell",
+            OutputTab::Config => "SGLang config YAML",
+            OutputTab::Json => "JSON",
+            OutputTab::Yaml => "Deployment YAML",
+        }
+    }
+    /// Short id used in element ids.
+    pub fn id(self) -> &'static str {
+        match self {
+            OutputTab::Shell => "shell",
+            OutputTab::Config => "config",
+            OutputTab::Json => "json",
+            OutputTab::Yaml => "yaml",
+        }
+    }
+    /// The file name a download gets, and its MIME type.
+    pub fn file(self, name: &str) -> (String, &'static str) {
+        match self {
+            OutputTab::Shell => (format!("{name}.sh"), "text/x-shellscript"),
+            OutputTab::Config => (format!("{name}.sglang-config.txt"), "text/plain"),
+            OutputTab::Json => (format!("{name}.launch.json"), "application/json"),
+            OutputTab::Yaml => (format!("{name}.yaml"), "application/yaml"),
+        }
+    }
+}
+
+/// The text of an output tab: what `pdlaunch render` prints for the same format, or the
+/// deployment as YAML. `Err` says why the format cannot be produced.
+pub fn output_text(d: &Deployment, tab: OutputTab) -> Result<String, String> {
+    let format = match tab {
+        OutputTab::Shell => Format::Shell,
+        OutputTab::Config => Format::SglangConfig,
+        OutputTab::Json => Format::Json,
+        OutputTab::Yaml => return serde_yaml::to_string(d).map_err(|e| e.to_string()),
+    };
+    if let Some(reason) = format.unsupported_reason(d.sglang_version) {
+        return Err(reason);
+    }
+    Ok(bundle(&render(&plan(d), format)))
+}
+
+/// A finding with what the view needs beside it.
+#[derive(Clone, Debug)]
+pub struct Diagnostic {
+    /// Position in the report (what [`Action::ApplyFix`] names).
+    pub index: usize,
+    /// The finding.
+    pub finding: Finding,
+    /// Its one-click fix, when the core found one.
+    pub fix: Option<Rc<Fix>>,
+}
+
+/// Compared by what the view shows (the fix by its title), so that props compare cheaply.
+impl PartialEq for Diagnostic {
+    fn eq(&self, other: &Diagnostic) -> bool {
+        self.index == other.index
+            && self.finding == other.finding
+            && self.fix.as_ref().map(|f| &f.title) == other.fix.as_ref().map(|f| &f.title)
+    }
+}
+
+impl Diagnostic {
+    /// The deployment field paths the finding points at.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.finding.locations.iter().filter_map(|l| match &l.origin {
+            Origin::Field { path } => Some(path.as_str()),
+            _ => None,
+        })
+    }
+    /// True when the finding concerns the field at `path`: the field itself, an item of it (a
+    /// token of `extra_args`), or, for a leaf field, anything below it.
+    pub fn concerns(&self, path: &str) -> bool {
+        self.paths().any(|p| {
+            p == path || p.strip_prefix(path).is_some_and(|rest| rest.starts_with('[') || rest.starts_with('.'))
+        })
+    }
+    /// Where "go to field" leads: the field the fix edits, else the first field concerned.
+    pub fn first_path(&self) -> Option<&str> {
+        self.fix.as_ref().map(|f| f.path.as_str()).or_else(|| self.paths().next())
+    }
+}
+
+/// The whole app state.
+#[derive(Clone, Debug, PartialEq)]
+pub struct State {
+    /// The deployment as the form edits it (may not parse).
+    pub doc: Rc<Value>,
+    /// The core's reading of [`Self::doc`].
+    pub parsed: Result<Rc<Deployment>, Rc<LoadError>>,
+    /// Findings of the parsed deployment, errors first.
+    pub diagnostics: Rc<Vec<Rc<Diagnostic>>>,
+    /// Incremented on every document change (persistence and memoized outputs key on it).
+    pub rev: u64,
+    /// The revision whose findings are computed (at start-up they come just after the first
+    /// output).
+    pub checked_rev: u64,
+    /// The revision whose fixes are computed (fixes come a moment after the findings, so an edit
+    /// shows its output and findings first).
+    pub fixed_rev: u64,
+    undo: Vec<(Rc<Value>, Option<String>)>,
+    /// The current view.
+    pub view: View,
+    /// The current output tab.
+    pub output: OutputTab,
+    /// Text pasted into Explain.
+    pub explain: String,
+    /// Files given to Lint (name, text); the text box edits the first.
+    pub lint: Rc<Vec<(String, String)>>,
+    /// What the linted material does not say: the servers' GPU and the SGLang release.
+    pub lint_gpu: Option<String>,
+    /// See [`Self::lint_gpu`].
+    pub lint_release: Option<String>,
+    /// A status line for the live region ("Imported ...", load errors).
+    pub notice: Option<String>,
+}
+
+/// Everything the user can do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// Set (or with `None` unset) the field at a path; consecutive edits of one field undo as one.
+    Set { path: String, value: Option<Value> },
+    /// Replace the deployment with an example.
+    Preset(String),
+    /// Replace the deployment with a file's text (YAML or JSON, by name).
+    Import { name: String, text: String },
+    /// Replace the deployment with one from a link.
+    Restore(Value),
+    /// Replace the deployment with a parsed one (from the linter).
+    Open(Rc<Deployment>, String),
+    /// Apply the fix of the diagnostic with this index.
+    ApplyFix(usize),
+    /// Undo the last change.
+    Undo,
+    /// Switch view.
+    View(View),
+    /// Switch output tab.
+    Output(OutputTab),
+    /// Explain input.
+    Explain(String),
+    /// Files dropped on Lint (name, text), replacing those it had.
+    LintFiles(Vec<(String, String)>),
+    /// Text typed or pasted into Lint's text box (the first file).
+    LintText(String),
+    /// The GPU Lint assumes for every server (`None`: unknown).
+    LintGpu(Option<String>),
+    /// The SGLang release Lint reads the commands with (`None`: from the material, else newest).
+    LintRelease(Option<String>),
+    /// Show a status line.
+    Notice(String),
+    /// Compute the one-click fixes of the findings of this revision.
+    ComputeFixes(u64),
+}
+
+impl State {
+    /// A state holding `doc`.
+    pub fn new(doc: Value) -> State {
+        let mut s = State {
+            doc: Rc::new(Value::Null),
+            parsed: Err(Rc::new(LoadError {
+                file: String::new(),
+                line: None,
+                column: None,
+                path: None,
+                message: String::new(),
+                hint: None,
+            })),
+            diagnostics: Rc::new(Vec::new()),
+            rev: 0,
+            fixed_rev: 0,
+            checked_rev: 0,
+            undo: Vec::new(),
+            view: View::Builder,
+            output: OutputTab::Shell,
+            explain: String::new(),
+            lint: Rc::new(Vec::new()),
+            lint_gpu: None,
+            lint_release: None,
+            notice: None,
+        };
+        s.replace_doc(doc);
+        s
+    }
+
+    /// True while the findings of the current revision are not computed yet.
+    pub fn checking(&self) -> bool {
+        self.parsed.is_ok() && self.checked_rev != self.rev
+    }
+
+    /// The state at start-up: the deployment in the URL fragment, else the autosaved one, else
+    /// the first example.
+    pub fn startup(fragment: Option<&str>, saved: Option<&str>) -> State {
+        let doc = fragment
+            .and_then(crate::share::from_fragment)
+            .or_else(|| saved.and_then(|s| serde_json::from_str(s).ok()))
+            .unwrap_or_else(|| preset(EXAMPLES[0].name).unwrap_or(Value::Null));
+        // The output shows first; the findings follow (Action::ComputeFixes) a moment later.
+        let mut s = State::new(Value::Null);
+        s.replace_doc_with(doc, false);
+        s
+    }
+
+    /// True when there is a change to undo.
+    pub fn can_undo(&self) -> bool {
+        !self.undo.is_empty()
+    }
+
+    /// The deployment's name, for file names.
+    pub fn name(&self) -> String {
+        match &self.parsed {
+            Ok(d) => d.name.clone(),
+            Err(_) => self.doc.get("name").and_then(Value::as_str).unwrap_or("deployment").to_owned(),
+        }
+    }
+
+    fn replace_doc(&mut self, doc: Value) {
+        self.replace_doc_with(doc, true);
+    }
+
+    fn replace_doc_with(&mut self, doc: Value, check_now: bool) {
+        let text = serde_json::to_string(&doc).unwrap_or_default();
+        self.parsed = parse_deployment(&text, "builder", Syntax::Json).map(Rc::new).map_err(Rc::new);
+        self.diagnostics = Rc::new(Vec::new());
+        self.doc = Rc::new(doc);
+        self.rev += 1;
+        if check_now {
+            self.check();
+        }
+    }
+
+    /// Asks the core for the findings.
+    fn check(&mut self) {
+        if let Ok(d) = &self.parsed {
+            self.diagnostics = Rc::new(
+                check(d)
+                    .findings
+                    .into_iter()
+                    .enumerate()
+                    .map(|(index, finding)| Rc::new(Diagnostic { index, finding, fix: None }))
+                    .collect(),
+            );
+        }
+        self.checked_rev = self.rev;
+    }
+
+    /// Asks the core for a one-click fix of each error and warning.
+    fn compute_fixes(&mut self) {
+        let Ok(d) = &self.parsed else { return };
+        let before = Report { findings: self.diagnostics.iter().map(|d| d.finding.clone()).collect() };
+        self.diagnostics = Rc::new(
+            self.diagnostics
+                .iter()
+                .map(|diag| {
+                    let fix = (diag.finding.severity != Severity::Note)
+                        .then(|| fix::fix_in(d, &before, &diag.finding))
+                        .flatten()
+                        .map(Rc::new);
+                    Rc::new(Diagnostic { fix, ..(**diag).clone() })
+                })
+                .collect(),
+        );
+        self.fixed_rev = self.rev;
+    }
+
+    /// Replaces the document, remembering the old one for undo under `path` (edits of the same
+    /// path in a row keep the first remembered state).
+    fn change(&mut self, doc: Value, path: Option<String>) {
+        if *self.doc == doc {
+            return;
+        }
+        let coalesce = path.is_some() && self.undo.last().is_some_and(|(_, p)| *p == path);
+        if !coalesce {
+            self.undo.push((self.doc.clone(), path));
+            if self.undo.len() > UNDO_DEPTH {
+                self.undo.remove(0);
+            }
+        }
+        self.replace_doc(doc);
+    }
+}
+
+/// An example as a document.
+pub fn preset(name: &str) -> Option<Value> {
+    let e = EXAMPLES.iter().find(|e| e.name == name)?;
+    read_deployment(e.yaml, e.name).ok().and_then(|d| serde_json::to_value(d).ok())
+}
+
+/// Reads a deployment from YAML or JSON text (YAML reads JSON). The text becomes a JSON value
+/// first, which the core's loader then reads as JSON, so the app carries one deserializer of the
+/// deployment types (the biggest share of its size otherwise); an error's field path is located
+/// again in the original text.
+#[allow(clippy::result_large_err)] // one error per import, shown and dropped
+pub fn read_deployment(text: &str, name: &str) -> Result<Deployment, LoadError> {
+    let value: Value = serde_yaml::from_str(text).map_err(|e| {
+        let message = e.to_string();
+        let message = message.rfind(" at line ").map_or(message.clone(), |i| message[..i].to_owned());
+        LoadError {
+            file: name.to_owned(),
+            line: e.location().map(|l| l.line()),
+            column: e.location().map(|l| l.column()),
+            path: None,
+            message,
+            hint: Some("the text is not valid YAML or JSON".into()),
+        }
+    })?;
+    let json = serde_json::to_string(&value).unwrap_or_default();
+    parse_deployment(&json, name, Syntax::Json).map_err(|mut e| {
+        let at = e.path.as_deref().and_then(|p| locate(text, p));
+        e.line = at.map(|a| a.0);
+        e.column = at.map(|a| a.1);
+        e
+    })
+}
+
+impl Reducible for State {
+    type Action = Action;
+
+    fn reduce(self: Rc<Self>, action: Action) -> Rc<Self> {
+        let mut s = (*self).clone();
+        s.notice = None;
+        match action {
+            Action::Set { path, value } => {
+                let mut doc = (*s.doc).clone();
+                if fix::set(&mut doc, &path, value) {
+                    s.change(doc, Some(path));
+                }
+            }
+            Action::Preset(name) => match preset(&name) {
+                Some(doc) => {
+                    s.change(doc, None);
+                    s.notice = Some(format!("Loaded example {name}"));
+                }
+                None => s.notice = Some(format!("No example named {name}")),
+            },
+            Action::Import { name, text } => match read_deployment(&text, &name) {
+                Ok(d) => {
+                    s.change(serde_json::to_value(&d).unwrap_or(Value::Null), None);
+                    s.view = View::Builder;
+                    s.notice = Some(format!("Imported {name}"));
+                }
+                Err(e) => s.notice = Some(format!("Could not import: {e}")),
+            },
+            Action::Restore(doc) => {
+                if doc != *s.doc {
+                    s.change(doc, None);
+                    s.notice = Some("Loaded the deployment from the link".into());
+                }
+            }
+            Action::Open(d, from) => {
+                s.change(serde_json::to_value(&*d).unwrap_or(Value::Null), None);
+                s.view = View::Builder;
+                s.notice = Some(format!("Opened the deployment read from {from}"));
+            }
+            Action::ApplyFix(index) => {
+                if let Some(fix) = s.diagnostics.get(index).and_then(|d| d.fix.clone()) {
+                    s.change(serde_json::to_value(&fix.deployment).unwrap_or(Value::Null), None);
+                    s.notice = Some(format!("Applied: {}", fix.title));
+                }
+            }
+            Action::Undo => match s.undo.pop() {
+                Some((doc, _)) => {
+                    s.replace_doc((*doc).clone());
+                    s.notice = Some("Undid the last change".into());
+                }
+                None => s.notice = Some("Nothing to undo".into()),
+            },
+            Action::View(v) => s.view = v,
+            Action::Output(t) => s.output = t,
+            Action::Explain(t) => s.explain = t,
+            Action::LintFiles(files) => s.lint = Rc::new(files),
+            Action::LintText(text) => {
+                let mut files = (*s.lint).clone();
+                match files.first_mut() {
+                    Some(first) => first.1 = text,
+                    None => files.push((PASTED.to_owned(), text)),
+                }
+                s.lint = Rc::new(files);
+            }
+            Action::LintGpu(g) => s.lint_gpu = g,
+            Action::LintRelease(r) => s.lint_release = r,
+            Action::Notice(n) => s.notice = Some(n),
+            Action::ComputeFixes(rev) => {
+                if rev != s.rev || s.fixed_rev == rev {
+                    return self;
+                }
+                s.notice = self.notice.clone();
+                if s.checked_rev != rev {
+                    s.check();
+                }
+                s.compute_fixes();
+            }
+        }
+        Rc::new(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn start() -> Rc<State> {
+        Rc::new(State::startup(None, None))
+    }
+
+    fn codes(s: &State) -> Vec<&'static str> {
+        s.diagnostics.iter().map(|d| d.finding.code).collect()
+    }
+
+    fn set(path: &str, v: Value) -> Action {
+        Action::Set { path: path.into(), value: Some(v) }
+    }
+
+    #[test]
+    fn starts_from_the_first_example_clean() {
+        let s = start();
+        assert_eq!(s.name(), EXAMPLES[0].name);
+        assert!(s.parsed.is_ok());
+        assert!(s.checking());
+        let rev = s.rev;
+        let s = s.reduce(Action::ComputeFixes(rev));
+        assert!(!s.checking());
+        assert!(!s.diagnostics.iter().any(|d| d.finding.severity == Severity::Error), "{:?}", codes(&s));
+    }
+
+    #[test]
+    fn a_decode_page_size_override_is_found_fixed_and_undone() {
+        let s = start().reduce(set("decode.extra_args", serde_json::json!(["--page-size", "1"])));
+        assert!(codes(&s).contains(&"PD001"), "{:?}", codes(&s));
+        assert!(s.diagnostics.iter().all(|d| d.fix.is_none()), "fixes come a moment later");
+        let rev = s.rev;
+        let s = s.reduce(Action::ComputeFixes(rev));
+        let d = s.diagnostics.iter().find(|d| d.finding.code == "PD001").unwrap().clone();
+        assert!(d.concerns("decode.extra_args"));
+        assert!(!d.concerns("decode.extra"));
+        assert!(d.fix.is_some());
+        let fixed = s.clone().reduce(Action::ApplyFix(d.index));
+        assert!(!codes(&fixed).contains(&"PD001"));
+        let undone = fixed.reduce(Action::Undo);
+        assert!(codes(&undone).contains(&"PD001"));
+    }
+
+    #[test]
+    fn typing_in_one_field_undoes_as_one_change() {
+        let s = start();
+        let original = s.doc.clone();
+        let s = s.reduce(set("name", "a".into())).reduce(set("name", "ab".into())).reduce(set("name", "abc".into()));
+        assert_eq!(s.name(), "abc");
+        let s = s.reduce(Action::Undo);
+        assert_eq!(s.doc, original);
+        assert!(!s.can_undo());
+    }
+
+    #[test]
+    fn a_bad_value_is_a_load_error_at_its_path() {
+        let s = start().reduce(set("prefill.tp", "two".into()));
+        let e = s.parsed.as_ref().unwrap_err();
+        assert_eq!(e.path.as_deref(), Some("prefill.tp"));
+    }
+
+    #[test]
+    fn the_fragment_wins_over_the_autosave() {
+        let s = start().reduce(set("shared.page_size", 64.into()));
+        let fragment = crate::share::to_fragment(&s.doc);
+        let saved = serde_json::to_string(&*start().doc).unwrap();
+        let again = State::startup(Some(&fragment), Some(&saved));
+        assert_eq!(again.doc, s.doc);
+        assert_eq!(State::startup(None, Some(&saved)).doc, start().doc);
+    }
+
+    #[test]
+    fn imports_read_yaml_and_report_errors() {
+        let e = &EXAMPLES[1];
+        let s = start().reduce(Action::Import { name: "x.yaml".into(), text: e.yaml.into() });
+        assert_eq!(s.name(), e.name);
+        let s = s.reduce(Action::Import { name: "bad.json".into(), text: "{".into() });
+        assert!(s.notice.as_deref().unwrap_or_default().starts_with("Could not import"));
+        assert_eq!(s.name(), e.name);
+        let bad = "name: x\nmodel: {path: m}\nprefill:\n  tp: two\n  instances: [{nodes: [{host: a}]}]\ndecode: {instances: [{nodes: [{host: b}]}]}\n";
+        let err = read_deployment(bad, "bad.yaml").unwrap_err();
+        assert_eq!((err.path.as_deref(), err.line), (Some("prefill.tp"), Some(4)));
+    }
+
+    #[test]
+    fn examples_read_as_the_core_reads_them() {
+        for e in EXAMPLES {
+            let d = read_deployment(e.yaml, e.name).unwrap();
+            assert_eq!(Some(d), pdlaunch_core::examples::example(e.name), "{}", e.name);
+        }
+    }
+
+    #[test]
+    fn the_shell_tab_is_the_cli_bundle() {
+        let s = start();
+        let d = s.parsed.as_ref().unwrap();
+        let text = output_text(d, OutputTab::Shell).unwrap();
+        assert_eq!(text, bundle(&render(&plan(d), Format::Shell)));
+        assert!(output_text(d, OutputTab::Yaml).unwrap().contains("page_size: 16"));
+    }
+}

@@ -1,0 +1,117 @@
+//! The text form of a token list (a side's `extra_args`) and of an environment map: tokens are
+//! shown shell-quoted and read back with the shell's quoting rules, so any token survives a
+//! round trip through the text box.
+
+use std::collections::BTreeMap;
+
+use pdlaunch_core::render::quote;
+
+/// Tokens as one line of shell words.
+pub fn join(tokens: &[String]) -> String {
+    tokens.iter().map(|t| quote(t)).collect::<Vec<_>>().join(" ")
+}
+
+/// Splits shell words: whitespace separates, `'...'` is literal, `"..."` keeps `\"`, `\\`, `\$`
+/// and `` \` `` escapes, and a backslash outside quotes escapes the next character. An unclosed
+/// quote runs to the end.
+pub fn split(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                for c in chars.by_ref() {
+                    if c == '\'' {
+                        break;
+                    }
+                    cur.push(c);
+                }
+            }
+            '"' => {
+                in_word = true;
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' if matches!(chars.peek(), Some('"' | '\\' | '$' | '`')) => {
+                            cur.extend(chars.next());
+                        }
+                        _ => cur.push(c),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                cur.extend(chars.next());
+            }
+            _ => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        out.push(cur);
+    }
+    out
+}
+
+/// An environment map as `KEY=value` lines (values shell-quoted when they need it).
+pub fn env_text(env: &BTreeMap<String, String>) -> String {
+    env.iter().map(|(k, v)| format!("{k}={}", quote(v))).collect::<Vec<_>>().join("\n")
+}
+
+/// Reads `KEY=value` lines; blank lines are skipped, a line without `=` is a key with an empty
+/// value (the core reports bad names).
+pub fn parse_env(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| match l.split_once('=') {
+            Some((k, v)) => (k.trim().to_owned(), split(v).join(" ")),
+            None => (l.to_owned(), String::new()),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_round_trip() {
+        let cases: &[&[&str]] = &[
+            &["--page-size", "1"],
+            &["--x", "a b", "it's", "$(rm -rf /)", "\"q\"", "back\\slash", ""],
+            &["naïve", "tab\there", "new\nline"],
+        ];
+        for tokens in cases {
+            let tokens: Vec<String> = tokens.iter().map(|s| s.to_string()).collect();
+            assert_eq!(split(&join(&tokens)), tokens, "{}", join(&tokens));
+        }
+    }
+
+    #[test]
+    fn typing_reads_as_a_shell_would() {
+        assert_eq!(split("  --page-size  1 "), vec!["--page-size", "1"]);
+        assert_eq!(split(r#"--a "x \"y\"" 'z w' p\ q"#), vec!["--a", "x \"y\"", "z w", "p q"]);
+        assert_eq!(split("--a 'unclosed"), vec!["--a", "unclosed"]);
+        assert!(split("   ").is_empty());
+    }
+
+    #[test]
+    fn env_round_trips() {
+        let env: BTreeMap<String, String> =
+            [("A".to_owned(), "1".to_owned()), ("B".to_owned(), "x y".to_owned())].into_iter().collect();
+        assert_eq!(parse_env(&env_text(&env)), env);
+        assert_eq!(parse_env("\nC\n D = 2 \n").get("D").map(String::as_str), Some("2"));
+    }
+}
