@@ -48,4 +48,14 @@ impl Style {
     pub fn ok(&self, s: &str) -> String {
         self.paint("1;32", s)
     }
+    /// A summary line coloured by its worst count: red with errors, yellow with warnings, else green.
+    pub fn summary(&self, s: &str, errors: usize, warnings: usize) -> String {
+        if errors > 0 {
+            self.error(s)
+        } else if warnings > 0 {
+            self.warning(s)
+        } else {
+            self.ok(s)
+        }
+    }
 }

@@ -66,13 +66,7 @@ pub fn human(report: &Report, loaded: &Loaded, style: &Style) -> String {
     }
     let (e, w, n) = (report.count(Severity::Error), report.count(Severity::Warning), report.count(Severity::Note));
     let summary = format!("{}: {e} error(s), {w} warning(s), {n} note(s)", loaded.file);
-    s.push_str(&if e > 0 {
-        style.error(&summary)
-    } else if w > 0 {
-        style.warning(&summary)
-    } else {
-        style.ok(&summary)
-    });
+    s.push_str(&style.summary(&summary, e, w));
     s.push('\n');
     s
 }

@@ -296,13 +296,7 @@ fn human(linted: &Linted, style: &Style) -> String {
         linted.launches.len(),
         linted.groups.len()
     );
-    s.push_str(&if e > 0 {
-        style.error(&summary)
-    } else if w > 0 {
-        style.warning(&summary)
-    } else {
-        style.ok(&summary)
-    });
+    s.push_str(&style.summary(&summary, e, w));
     s.push('\n');
     s
 }
