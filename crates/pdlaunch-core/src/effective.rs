@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use crate::deployment::{AttentionKind, Geometry, Gpu, Model, Role};
 use crate::plan::Origin;
 use crate::release::Release;
-use crate::spec::{json_to_arg, parse_argv, ArgValue, Parsed, Spec};
+use crate::spec::{parse_argv, ArgValue, Parsed, Spec};
 
 /// A value with the reasons it differs from what was written.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -143,10 +143,7 @@ impl ServerView {
 
     /// The value of `dest` SGLang starts from: explicit, else the argparse default.
     pub fn value(&self, dest: &str) -> Option<String> {
-        self.explicit(dest).or_else(|| {
-            let f = self.spec().by_dest(dest)?;
-            (!f.default.is_null()).then(|| json_to_arg(&f.default))
-        })
+        self.explicit(dest).or_else(|| self.spec().default_text(dest).map(str::to_owned))
     }
 
     /// [`Self::value`] as an integer.

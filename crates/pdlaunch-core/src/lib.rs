@@ -10,6 +10,7 @@ pub mod deployment;
 pub mod effective;
 pub mod examples;
 pub mod explain;
+mod fast_hash;
 pub mod fix;
 pub mod flags;
 pub mod lint;

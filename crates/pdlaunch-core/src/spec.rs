@@ -2,9 +2,9 @@
 //! argparse reads an argv with them: aliases, `--flag=value`, unique-prefix abbreviations,
 //! `nargs`, choices, types and "last one wins".
 
-use std::collections::HashMap;
-
 use serde::Deserialize;
+
+use crate::fast_hash::FastMap;
 
 /// One argparse option as SGLang declares it.
 #[derive(Clone, Debug, Deserialize)]
@@ -86,9 +86,25 @@ pub fn canonical_dest(dest: &str) -> &str {
 pub struct Spec {
     /// The options in declaration order.
     pub flags: Vec<SpecFlag>,
-    by_spelling: HashMap<String, usize>,
+    /// What parsing and the rules need of each option, worked out once.
+    meta: Vec<FlagMeta>,
+    by_spelling: FastMap<String, usize>,
+    /// Every spelling, sorted, for prefix abbreviations and suggestions.
+    spellings: Vec<(String, usize)>,
     /// First option of each destination, by its current name (rules ask for defaults often).
-    by_dest: HashMap<String, usize>,
+    by_dest: FastMap<String, usize>,
+}
+
+/// Facts about one option derived from its declaration, computed when the spec is read.
+#[derive(Debug)]
+struct FlagMeta {
+    arity: Arity,
+    choices: Option<Vec<String>>,
+    append: bool,
+    /// The current name of its destination.
+    dest: String,
+    /// The default as it would be written on a command line (`None` for a `null` default).
+    default: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -100,15 +116,34 @@ impl Spec {
     /// Reads an embedded spec file. The files ship inside the crate, so a failure is a build bug.
     pub(crate) fn from_json(text: &str) -> Spec {
         let file: SpecFile = serde_json::from_str(text).expect("embedded SGLang spec is valid JSON");
-        let mut by_spelling = HashMap::new();
-        let mut by_dest = HashMap::new();
+        let mut by_spelling = FastMap::default();
+        let mut by_dest = FastMap::default();
         for (i, f) in file.flags.iter().enumerate() {
             for s in &f.flags {
                 by_spelling.insert(s.clone(), i);
             }
             by_dest.entry(canonical_dest(&f.dest).to_owned()).or_insert(i);
         }
-        Spec { flags: file.flags, by_spelling, by_dest }
+        let mut spellings: Vec<(String, usize)> = by_spelling.iter().map(|(k, &i)| (k.clone(), i)).collect();
+        spellings.sort_unstable();
+        let meta = file
+            .flags
+            .iter()
+            .map(|f| FlagMeta {
+                arity: f.arity(),
+                choices: f.choice_strings(),
+                append: f.action.contains("Append"),
+                dest: canonical_dest(&f.dest).to_owned(),
+                default: (!f.default.is_null()).then(|| json_to_arg(&f.default)),
+            })
+            .collect();
+        Spec { flags: file.flags, meta, by_spelling, spellings, by_dest }
+    }
+
+    /// The default of the option that stores into `dest`, as written on a command line; `None`
+    /// when the option is unknown or its default is `null`.
+    pub fn default_text(&self, dest: &str) -> Option<&str> {
+        self.by_dest.get(canonical_dest(dest)).and_then(|&i| self.meta[i].default.as_deref())
     }
 
     /// The option with exactly this spelling.
@@ -123,18 +158,25 @@ impl Spec {
 
     /// Resolves a spelling the way argparse does: exact, else a unique prefix of a long option.
     pub fn resolve(&self, spelling: &str) -> Result<&SpecFlag, LookupError> {
-        if let Some(f) = self.get(spelling) {
-            return Ok(f);
+        self.resolve_index(spelling).map(|i| &self.flags[i])
+    }
+
+    /// [`Self::resolve`], as an index into [`Self::flags`].
+    fn resolve_index(&self, spelling: &str) -> Result<usize, LookupError> {
+        if let Some(&i) = self.by_spelling.get(spelling) {
+            return Ok(i);
         }
         if spelling.starts_with("--") && spelling.len() > 2 {
-            let mut hits: Vec<&str> =
-                self.by_spelling.keys().filter(|k| k.starts_with(spelling)).map(String::as_str).collect();
-            hits.sort_unstable();
-            let dests: std::collections::BTreeSet<usize> = hits.iter().map(|h| self.by_spelling[*h]).collect();
+            // The spellings starting with `spelling` form one run of the sorted list.
+            let from = self.spellings.partition_point(|(k, _)| k.as_str() < spelling);
+            let hits = &self.spellings[from..];
+            let n = hits.iter().take_while(|(k, _)| k.starts_with(spelling)).count();
+            let hits = &hits[..n];
+            let dests: std::collections::BTreeSet<usize> = hits.iter().map(|&(_, i)| i).collect();
             match dests.len() {
-                1 => return Ok(&self.flags[*dests.iter().next().expect("one element")]),
+                1 => return Ok(*dests.iter().next().expect("one element")),
                 0 => {}
-                _ => return Err(LookupError::Ambiguous(hits.into_iter().map(str::to_owned).collect())),
+                _ => return Err(LookupError::Ambiguous(hits.iter().map(|(k, _)| k.clone()).collect())),
             }
         }
         Err(LookupError::Unknown { suggestion: self.suggest(spelling) })
@@ -143,9 +185,12 @@ impl Spec {
     /// The closest known spelling, for "did you mean".
     pub fn suggest(&self, spelling: &str) -> Option<String> {
         let limit = (spelling.len() / 4).max(2);
-        self.by_spelling
-            .keys()
-            .map(|k| (edit_distance(spelling, k), k))
+        let chars = spelling.chars().count();
+        self.spellings
+            .iter()
+            // The distance is at least the difference in length: skip what cannot be close.
+            .filter(|(k, _)| k.chars().count().abs_diff(chars) <= limit)
+            .map(|(k, _)| (edit_distance(spelling, k), k))
             .filter(|(d, _)| *d <= limit)
             .min()
             .map(|(_, k)| k.clone())
@@ -286,8 +331,8 @@ pub fn parse_argv(spec: &Spec, argv: &[String]) -> Parsed {
             Some((n, v)) if n.starts_with("--") => (n, Some(v.to_owned())),
             _ => (tok.as_str(), None),
         };
-        let flag = match spec.resolve(name) {
-            Ok(f) => f,
+        let k = match spec.resolve_index(name) {
+            Ok(k) => k,
             Err(e) => {
                 let kind = match e {
                     LookupError::Unknown { suggestion } => ArgProblemKind::Unknown { suggestion },
@@ -302,10 +347,11 @@ pub fn parse_argv(spec: &Spec, argv: &[String]) -> Parsed {
                 continue;
             }
         };
+        let (flag, meta) = (&spec.flags[k], &spec.meta[k]);
         let start = i;
         i += 1;
         let mut values: Vec<String> = Vec::new();
-        let arity = flag.arity();
+        let arity = meta.arity;
         if let Some(v) = inline {
             if arity == Arity::Zero {
                 out.problems.push(ArgProblem {
@@ -340,12 +386,12 @@ pub fn parse_argv(spec: &Spec, argv: &[String]) -> Parsed {
         }
         let mut bad = false;
         for v in &values {
-            if let Some(choices) = flag.choice_strings() {
+            if let Some(choices) = &meta.choices {
                 if !choices.iter().any(|c| c == v) {
                     out.problems.push(ArgProblem {
                         index: start,
                         token: name.to_owned(),
-                        kind: ArgProblemKind::BadChoice { value: v.clone(), choices },
+                        kind: ArgProblemKind::BadChoice { value: v.clone(), choices: choices.clone() },
                     });
                     bad = true;
                     continue;
@@ -367,13 +413,11 @@ pub fn parse_argv(spec: &Spec, argv: &[String]) -> Parsed {
         }
         let value = match arity {
             Arity::Zero => ArgValue::Switch(!name.starts_with("--no-") || flag.flags[0].starts_with("--no-")),
-            Arity::One | Arity::Optional if !flag.action.contains("Append") => {
-                ArgValue::One(values.pop().unwrap_or_default())
-            }
+            Arity::One | Arity::Optional if !meta.append => ArgValue::One(values.pop().unwrap_or_default()),
             _ => ArgValue::Many(values),
         };
-        let dest = canonical_dest(&flag.dest).to_owned();
-        let value = if flag.action.contains("Append") {
+        let dest = meta.dest.clone();
+        let value = if meta.append {
             // `append` keeps every group; flatten into one list of groups joined by a tab.
             let mut groups = match out.get(&dest) {
                 Some(ArgValue::Many(prev)) => prev.clone(),

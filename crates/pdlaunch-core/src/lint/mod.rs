@@ -631,10 +631,7 @@ fn router_info(k: usize, l: &Launch, files: &[SourceFile], release: RouterReleas
         }
     }
     let value = |dest: &str| {
-        parsed.get(dest).map(ArgValue::as_text).or_else(|| {
-            let f = release.spec().by_dest(dest)?;
-            (!f.default.is_null()).then(|| crate::spec::json_to_arg(&f.default))
-        })
+        parsed.get(dest).map(ArgValue::as_text).or_else(|| release.spec().default_text(dest).map(str::to_owned))
     };
     let view = RouterView {
         host: value("host").unwrap_or_else(|| "0.0.0.0".into()),
