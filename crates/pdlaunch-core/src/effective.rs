@@ -3,6 +3,7 @@
 //! backend page-size snaps, model overrides, KV-dtype string rules). Rules compare these effective
 //! values, never raw strings.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::deployment::{AttentionKind, Geometry, Gpu, Model, Role};
@@ -143,12 +144,21 @@ impl ServerView {
 
     /// The value of `dest` SGLang starts from: explicit, else the argparse default.
     pub fn value(&self, dest: &str) -> Option<String> {
-        self.explicit(dest).or_else(|| self.spec().default_text(dest).map(str::to_owned))
+        self.value_ref(dest).map(Cow::into_owned)
+    }
+
+    /// [`Self::value`], borrowed where it can be (rules read values often).
+    pub fn value_ref(&self, dest: &str) -> Option<Cow<'_, str>> {
+        match self.parsed.get(dest) {
+            Some(ArgValue::One(s)) => Some(Cow::Borrowed(s)),
+            Some(v) => Some(Cow::Owned(v.as_text())),
+            None => self.spec().default_text(dest).map(Cow::Borrowed),
+        }
     }
 
     /// [`Self::value`] as an integer.
     pub fn int(&self, dest: &str) -> Option<i64> {
-        self.value(dest).and_then(|v| crate::spec::parse_human_int(&v))
+        self.value_ref(dest).and_then(|v| crate::spec::parse_human_int(&v))
     }
 
     /// A size that defaults to 1.
@@ -158,7 +168,7 @@ impl ServerView {
 
     /// True when the switch `dest` is on.
     pub fn switch(&self, dest: &str) -> bool {
-        matches!(self.parsed.get(dest), Some(ArgValue::Switch(true))) || self.value(dest).as_deref() == Some("true")
+        matches!(self.parsed.get(dest), Some(ArgValue::Switch(true))) || self.value_ref(dest).as_deref() == Some("true")
     }
 
     /// Where the last occurrence of `dest` came from.

@@ -1,5 +1,7 @@
 //! PD005: a setting that must be equal on both sides (per the flag table) differs.
 
+use std::borrow::Cow;
+
 use super::{Context, Finding, Rule, Severity};
 use crate::effective::ServerView;
 use crate::flags::{Flag, Kind, Relation, SERVER_FLAGS};
@@ -38,18 +40,32 @@ fn check(ctx: &Context) -> Vec<Finding> {
 
 /// The value SGLang ends up with for `flag` on `s`, with synonyms folded so that equal settings
 /// compare equal.
-fn setting(s: &ServerView, flag: &Flag) -> Option<String> {
-    let v = s.value(flag.dest)?;
-    Some(match (flag.dest, flag.kind, v.as_str()) {
+fn setting<'a>(s: &'a ServerView, flag: &Flag) -> Option<Cow<'a, str>> {
+    let v = s.value_ref(flag.dest)?;
+    Some(match (flag.dest, flag.kind, &*v) {
         ("dtype", _, "half") => "float16".into(),
         ("dtype", _, "float") => "float32".into(),
         // `128k` and `131072` are one context length.
-        (_, Kind::Int, _) => crate::spec::parse_human_int(&v).map_or(v, |n| n.to_string()),
+        (_, Kind::Int, _) => match crate::spec::parse_human_int(&v) {
+            // Already in canonical form: no need to write it again.
+            Some(_) if is_canonical_int(&v) => v,
+            Some(n) => Cow::Owned(n.to_string()),
+            None => v,
+        },
         _ => v,
     })
 }
 
 /// A value and where it came from, for a message.
+/// True when `v` is an `i64` written exactly as `to_string` writes it.
+fn is_canonical_int(v: &str) -> bool {
+    let digits = v.strip_prefix('-').unwrap_or(v);
+    !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (if digits == "0" { digits.len() == v.len() } else { !digits.starts_with('0') })
+        && v.parse::<i64>().is_ok()
+}
+
 fn shown(s: &ServerView, dest: &str, v: &Option<String>) -> String {
     let from = s.origin(dest).map_or_else(|| "SGLang's default".to_owned(), |o| format!("from `{o}`"));
     match v {
@@ -85,7 +101,7 @@ pub(super) fn table_check(ctx: &Context, relation: Relation, rule: &'static Rule
             // With speculative decoding on one side only, every draft setting differs; PD022 reports
             // the cause once.
             if flag.dest.starts_with("speculative_")
-                && p.value("speculative_algorithm") != d.value("speculative_algorithm")
+                && p.value_ref("speculative_algorithm") != d.value_ref("speculative_algorithm")
             {
                 continue;
             }
@@ -93,12 +109,13 @@ pub(super) fn table_check(ctx: &Context, relation: Relation, rule: &'static Rule
             // These default to the model path: written on one side only, they are compared with the
             // other side's model path (a model-path difference is reported once, by its own flag).
             if matches!(flag.dest, "tokenizer_path" | "served_model_name") && pv.is_some() != dv.is_some() {
-                pv = pv.or_else(|| p.value("model_path"));
-                dv = dv.or_else(|| d.value("model_path"));
+                pv = pv.or_else(|| p.value_ref("model_path"));
+                dv = dv.or_else(|| d.value_ref("model_path"));
             }
             if pv == dv {
                 continue;
             }
+            let (pv, dv) = (pv.map(Cow::into_owned), dv.map(Cow::into_owned));
             let spelling = p.spec().by_dest(flag.dest).map_or(flag.name, |f| f.flags[0].as_str());
             let message = format!(
                 "{spelling} differs: {} has {} but {} has {}",
