@@ -98,6 +98,29 @@ fn is_name_start(b: u8) -> bool {
 fn is_name(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
+/// An ASCII byte that [`Lexer::word`] copies as it is (no quote, expansion, operator or `=`).
+fn is_plain_word_byte(b: u8) -> bool {
+    b < 0x80
+        && !matches!(
+            b,
+            b' ' | b'\t'
+                | b'\n'
+                | b'\r'
+                | b';'
+                | b'&'
+                | b'|'
+                | b'<'
+                | b'>'
+                | b'('
+                | b')'
+                | b'\\'
+                | b'\''
+                | b'"'
+                | b'`'
+                | b'$'
+                | b'='
+        )
+}
 
 impl<'a> Lexer<'a> {
     /// A lexer over `text`, whose byte `i` is source byte `map.at(i)` of file `file`.
@@ -289,6 +312,27 @@ impl<'a> Lexer<'a> {
         self.pos = end.max(start + 1);
     }
 
+    /// Pushes the text from `self.pos` to `end` verbatim, as [`Self::push_char`] would one
+    /// character at a time, and advances to `end`. Falls back to that when `self.pos` is not on a
+    /// character boundary; `end` must be one.
+    fn push_run(&mut self, end: usize) {
+        let start = self.pos;
+        if !self.text.is_char_boundary(start) {
+            while self.pos < end {
+                self.push_char();
+            }
+            return;
+        }
+        self.out.push_str(&self.text[start..end]);
+        match self.map {
+            SrcMap::Offset(o) => self.table.extend(o + start..o + end),
+            SrcMap::Table(t) if end <= t.len() => self.table.extend_from_slice(&t[start..end]),
+            m => self.table.extend((start..end).map(|i| m.at(i))),
+        }
+        self.split.resize(self.split.len() + (end - start), false);
+        self.pos = end;
+    }
+
     /// Reads one word (or several, when an unquoted expansion splits).
     fn discard_word(&mut self, vars: &Vars) {
         let mut sink = Vec::new();
@@ -333,12 +377,8 @@ impl<'a> Lexer<'a> {
                     name_ok = false;
                     self.quoted_any = true;
                     self.pos += 1;
-                    while let Some(c) = self.peek(0) {
-                        if c == b'\'' {
-                            break;
-                        }
-                        self.push_char();
-                    }
+                    let close = self.s[self.pos.min(self.s.len())..].iter().position(|&c| c == b'\'');
+                    self.push_run(close.map_or(self.s.len(), |k| self.pos + k));
                     self.pos += 1;
                 }
                 b'"' => {
@@ -378,11 +418,28 @@ impl<'a> Lexer<'a> {
                     eq = Some(self.out.len());
                     self.push_char();
                 }
-                _ => {
-                    if eq.is_none() && !(is_name(b) && (is_name_start(b) || !self.out.is_empty())) {
+                _ if b >= 0x80 => {
+                    if eq.is_none() {
                         name_ok = false;
                     }
                     self.push_char();
+                }
+                _ => {
+                    // A run of plain ASCII bytes, copied at once.
+                    let mut k = self.pos;
+                    let mut nonempty = !self.out.is_empty();
+                    loop {
+                        let c = self.s[k];
+                        if eq.is_none() && !(is_name(c) && (is_name_start(c) || nonempty)) {
+                            name_ok = false;
+                        }
+                        nonempty = true;
+                        k += 1;
+                        if k >= self.s.len() || !is_plain_word_byte(self.s[k]) {
+                            break;
+                        }
+                    }
+                    self.push_run(k);
                 }
             }
         }
@@ -495,7 +552,11 @@ impl<'a> Lexer<'a> {
                     let end = self.pos.min(self.s.len());
                     self.symbolic_raw(start, end);
                 }
-                _ => self.push_char(),
+                _ => {
+                    let rest = &self.s[self.pos + 1..];
+                    let k = rest.iter().position(|&c| matches!(c, b'"' | b'\\' | b'$' | b'`'));
+                    self.push_run(k.map_or(self.s.len(), |k| self.pos + 1 + k));
+                }
             }
         }
     }
