@@ -3,6 +3,7 @@
 //! at the field to change. The output formats in [`crate::render`] are views of a plan.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -16,12 +17,21 @@ use crate::release::{Release, RouterRelease};
 pub enum Origin {
     /// A deployment field, as a path (`shared.page_size`, `decode.extra_args[3]`).
     Field { path: String },
-    /// A position in a source file.
-    Source { file: String, line: u32, column: u32 },
+    /// A position in a source file. The name is shared by every origin in that file.
+    Source {
+        #[serde(serialize_with = "serialize_shared_str")]
+        file: Arc<str>,
+        line: u32,
+        column: u32,
+    },
     /// Derived from the topology (node rank, node count, mode).
     Derived,
     /// Not on the command line: SGLang's default applies.
     Default,
+}
+
+fn serialize_shared_str<S: serde::Serializer>(s: &Arc<str>, ser: S) -> Result<S::Ok, S::Error> {
+    ser.serialize_str(s)
 }
 
 impl Origin {

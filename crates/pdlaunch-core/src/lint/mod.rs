@@ -18,6 +18,7 @@ pub mod source;
 pub mod yaml;
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -599,7 +600,7 @@ fn group_name(
 pub fn origin_of(files: &[SourceFile], w: &Word) -> Origin {
     let f = &files[w.file];
     let (line, column) = f.position(w.start);
-    Origin::Source { file: f.name.clone(), line, column }
+    Origin::Source { file: f.shared_name().clone(), line, column }
 }
 
 fn router_info(k: usize, l: &Launch, files: &[SourceFile], release: RouterRelease) -> RouterEntryInfo {
@@ -647,7 +648,7 @@ fn router_info(k: usize, l: &Launch, files: &[SourceFile], release: RouterReleas
 }
 
 /// Position key of a word: (file name, line, column).
-type PosKey = (String, u32, u32);
+type PosKey = (Arc<str>, u32, u32);
 
 /// Runs the registry on a group, lending it the group's views (no copies).
 fn run_rules(group: &mut Group) -> Vec<Finding> {
@@ -908,7 +909,7 @@ fn lint_group(
 
 fn pos_key(files: &[SourceFile], w: &Word) -> PosKey {
     let (l, c) = files[w.file].position(w.start);
-    (files[w.file].name.clone(), l, c)
+    (files[w.file].shared_name().clone(), l, c)
 }
 
 fn find_raw_word<'a>(group: &'a Group, label: &str, raw: &str) -> Option<&'a Word> {
@@ -995,7 +996,7 @@ fn places(
                 Place {
                     process: loc.process.clone(),
                     flag: loc.flag.clone(),
-                    file: file.clone(),
+                    file: file.to_string(),
                     line: *line,
                     column: *column,
                     end_line,

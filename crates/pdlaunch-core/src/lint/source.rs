@@ -1,23 +1,45 @@
 //! Source texts and positions: every word a reader produces remembers where its bytes came from,
 //! so a finding can point at `file:line:column` and a fix can edit the exact span.
 
+use std::sync::Arc;
+
 /// One input text with its line index.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct SourceFile {
     /// The name findings use (a path as given, or `<stdin>`).
     pub name: String,
     /// The text.
     pub text: String,
     line_starts: Vec<usize>,
+    /// `name`, shared by the origins that point into this file.
+    shared_name: Arc<str>,
+}
+
+impl std::fmt::Debug for SourceFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // `shared_name` repeats `name`.
+        f.debug_struct("SourceFile")
+            .field("name", &self.name)
+            .field("text", &self.text)
+            .field("line_starts", &self.line_starts)
+            .finish()
+    }
 }
 
 impl SourceFile {
     /// Indexes `text`.
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> SourceFile {
-        let text = text.into();
-        let mut line_starts = vec![0];
-        line_starts.extend(text.bytes().enumerate().filter(|(_, b)| *b == b'\n').map(|(i, _)| i + 1));
-        SourceFile { name: name.into(), text, line_starts }
+        let text: String = text.into();
+        let name: String = name.into();
+        let mut line_starts = Vec::with_capacity(text.len() / 32 + 1);
+        line_starts.push(0);
+        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        SourceFile { shared_name: Arc::from(name.as_str()), name, text, line_starts }
+    }
+
+    /// The name as origins hold it (a shared copy of `name`).
+    pub fn shared_name(&self) -> &Arc<str> {
+        &self.shared_name
     }
 
     /// 1-based line and column (in characters) of a byte offset.
