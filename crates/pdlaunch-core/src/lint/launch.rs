@@ -3,6 +3,8 @@
 //! (`exec`, `nohup`, `env`, `srun`, `numactl`, `docker run …`, `VAR=x` prefixes), and inside
 //! shell strings (`bash -c "…"`, `ssh host '…'`, here-documents, YAML scalars) read as scripts.
 
+use std::borrow::Cow;
+
 use super::shell::{Lexer, VarValue, Vars};
 use super::source::{SrcMap, Word};
 use crate::deployment::Gpu;
@@ -188,7 +190,6 @@ pub fn scan_shell(
                     }
                 }
             } else if words.iter().any(|w| might_launch(&w.word.text)) {
-                let plain: Vec<Word> = words.iter().map(|w| w.word.clone()).collect();
                 let mut env: Vec<(String, String)> = around.env.clone();
                 env.extend(vars.env());
                 for w in &words[..n_assign] {
@@ -197,7 +198,8 @@ pub fn scan_shell(
                         env.push((w.word.text[..eq].to_owned(), w.word.text[eq + 1..].to_owned()));
                     }
                 }
-                scan_words(&plain, &env, vars, around, out, depth);
+                let plain: Vec<Word> = std::mem::take(&mut words).into_iter().map(|w| w.word).collect();
+                scan_command(Cow::Owned(plain), &env, vars, around, out, depth);
             }
         }
         for (s, e) in cmd.heredocs {
@@ -224,7 +226,20 @@ pub fn scan_words(
     out: &mut Vec<Launch>,
     depth: usize,
 ) {
-    if let Some((program, i, start, entry)) = find_launch(words) {
+    scan_command(Cow::Borrowed(words), env, vars, around, out, depth);
+}
+
+/// [`scan_words`], taking the words when the caller no longer needs them (a launch keeps its
+/// arguments without copying them).
+fn scan_command(
+    words: Cow<'_, [Word]>,
+    env: &[(String, String)],
+    vars: &Vars,
+    around: &Surroundings,
+    out: &mut Vec<Launch>,
+    depth: usize,
+) {
+    if let Some((program, i, start, entry)) = find_launch(&words) {
         // `VAR=x` words between a wrapper (`env`, `srun --export=...`) and the program.
         let mut env = env.to_vec();
         for w in &words[..i] {
@@ -237,13 +252,21 @@ pub fn scan_words(
             }
         }
         let python = is_python(&words[i].text).then(|| words[i].text.clone());
+        let (file, at) = (words[i].file, words[i].start);
+        let args = match words {
+            Cow::Owned(mut v) => {
+                v.drain(..start);
+                v
+            }
+            Cow::Borrowed(w) => w[start..].to_vec(),
+        };
         out.push(Launch {
             program,
-            file: words[i].file,
-            at: words[i].start,
+            file,
+            at,
             entry,
             python,
-            args: words[start..].to_vec(),
+            args,
             env,
             hints: around.hints.clone(),
             gpu: around.gpu,
@@ -252,7 +275,7 @@ pub fn scan_words(
         });
         return;
     }
-    for w in words {
+    for w in words.iter() {
         if let Some(map) = &w.map {
             if w.text.contains("sglang") && w.text.bytes().any(|b| b.is_ascii_whitespace()) {
                 let mut inner = vars.clone();

@@ -88,10 +88,24 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
 
 /// Keeps a name as a role hint when it names a role (lowercase).
 fn push_hint(hints: &mut Vec<String>, name: &str) {
-    let has = |w: &str| name.as_bytes().windows(w.len()).any(|x| x.eq_ignore_ascii_case(w.as_bytes()));
-    if has("prefill") || has("decode") || has("router") {
+    if has_role_word(name) {
         hints.push(name.to_ascii_lowercase());
     }
+}
+
+/// True when `name` holds `prefill`, `decode` or `router` in any case.
+fn has_role_word(name: &str) -> bool {
+    let b = name.as_bytes();
+    // Each word starts with a letter no other starts with: look at those positions only.
+    (0..b.len()).any(|i| {
+        let rest = &b[i..];
+        match b[i].to_ascii_lowercase() {
+            b'p' => rest.len() >= 7 && rest[..7].eq_ignore_ascii_case(b"prefill"),
+            b'd' => rest.len() >= 6 && rest[..6].eq_ignore_ascii_case(b"decode"),
+            b'r' => rest.len() >= 6 && rest[..6].eq_ignore_ascii_case(b"router"),
+            _ => false,
+        }
+    })
 }
 
 /// The GPU model named by a node selector, affinity or label on this mapping.
@@ -111,7 +125,8 @@ fn gpu_here(m: &Map) -> Option<crate::deployment::Gpu> {
         let key = k.text.as_str();
         let named =
             ["nodeSelector", "affinity", "acceleratorClass", "accelerator"].iter().any(|n| key.eq_ignore_ascii_case(n));
-        if named || key.contains("gpu.product") || key.contains("ccelerator") {
+        // Both words are at least 10 bytes long: shorter keys cannot hold them.
+        if named || key.len() >= 10 && (key.contains("gpu.product") || key.contains("ccelerator")) {
             deep(v, 0)
         } else {
             None
