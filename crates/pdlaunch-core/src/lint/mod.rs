@@ -24,6 +24,7 @@ use serde::Serialize;
 
 use crate::deployment::{Gpu, Role};
 use crate::effective::{ModelFacts, ServerView};
+use crate::fast_hash::FastMap;
 use crate::plan::Origin;
 use crate::release::{Release, RouterRelease};
 use crate::rules::{self, Context, Finding, RouterEntry, RouterView, Severity};
@@ -694,7 +695,7 @@ fn lint_group(
 
     // Values only known at run time: findings that read them are not trustworthy.
     let mut symbolic_dests: Vec<(String, String, String)> = Vec::new(); // (label, dest, raw)
-    let mut symbolic_pos: HashMap<PosKey, (String, String)> = HashMap::new(); // pos -> (label, raw)
+    let mut symbolic_pos: FastMap<PosKey, (String, String)> = FastMap::default(); // pos -> (label, raw)
     let mut opaque: Vec<(String, Word)> = Vec::new();
     for s in group.servers.iter().filter(|s| s.words.iter().any(Word::is_symbolic)) {
         collect_symbolic(&s.view.label, &s.view, &s.words, files, &mut symbolic_dests, &mut symbolic_pos, &mut opaque);
@@ -900,7 +901,7 @@ fn lint_group(
     }
     findings.extend(extra);
     findings.sort_by(|a, b| a.severity.cmp(&b.severity).then(a.code.cmp(b.code)));
-    let spans = if findings.is_empty() { HashMap::new() } else { spans_of(group, files) };
+    let spans = if findings.is_empty() { FastMap::default() } else { spans_of(group, files) };
     findings
         .into_iter()
         .map(|f| LintFinding { places: places(&f, group, files, launches, &spans), group: g, finding: f })
@@ -928,7 +929,7 @@ fn collect_symbolic(
     words: &[Word],
     files: &[SourceFile],
     dests: &mut Vec<(String, String, String)>,
-    positions: &mut HashMap<PosKey, (String, String)>,
+    positions: &mut FastMap<PosKey, (String, String)>,
     opaque: &mut Vec<(String, Word)>,
 ) {
     let spec = view.spec();
@@ -961,8 +962,8 @@ fn collect_symbolic(
 }
 
 /// Source spans of every word of the group, by position.
-fn spans_of(group: &Group, files: &[SourceFile]) -> HashMap<PosKey, (usize, usize, usize)> {
-    let mut out = HashMap::new();
+fn spans_of(group: &Group, files: &[SourceFile]) -> FastMap<PosKey, (usize, usize, usize)> {
+    let mut out = FastMap::default();
     let words =
         group.servers.iter().flat_map(|s| s.words.iter()).chain(group.router.iter().flat_map(|r| r.words.iter()));
     for w in words {
@@ -976,7 +977,7 @@ fn places(
     group: &Group,
     files: &[SourceFile],
     launches: &[Launch],
-    spans: &HashMap<PosKey, (usize, usize, usize)>,
+    spans: &FastMap<PosKey, (usize, usize, usize)>,
 ) -> Vec<Place> {
     let mut out = Vec::new();
     for loc in &f.locations {

@@ -50,10 +50,15 @@ const CONTRACT: &[(&str, &str, bool)] = &[
 
 /// SGLang's `EnvBool` reading of a value: `Some(true/false)` for its spellings, `None` otherwise.
 pub(super) fn env_bool(v: &str) -> Option<bool> {
-    match v.trim().to_lowercase().as_str() {
-        "true" | "1" | "yes" | "y" => Some(true),
-        "false" | "0" | "no" | "n" | "" => Some(false),
-        _ => None,
+    // Only ASCII letters lowercase to these words, so an ASCII case-insensitive match is exact.
+    let v = v.trim();
+    let any = |words: &[&str]| words.iter().any(|w| v.eq_ignore_ascii_case(w));
+    if any(&["true", "1", "yes", "y"]) {
+        Some(true)
+    } else if any(&["false", "0", "no", "n", ""]) {
+        Some(false)
+    } else {
+        None
     }
 }
 
