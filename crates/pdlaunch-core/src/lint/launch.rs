@@ -231,7 +231,7 @@ pub fn scan_words(
 
 /// [`scan_words`], taking the words when the caller no longer needs them (a launch keeps its
 /// arguments without copying them).
-fn scan_command(
+pub(super) fn scan_command(
     words: Cow<'_, [Word]>,
     env: &[(String, String)],
     vars: &Vars,

@@ -3,7 +3,9 @@
 //! services' `mainContainer`s), and docker-compose services' `entrypoint`/`command`. A container
 //! is any mapping with `command` or `args`; its role hints come from the names around it.
 
-use super::launch::{gpu_in_text, release_in_image, scan_shell, scan_words, Launch, Surroundings};
+use super::launch::{
+    find_launch, gpu_in_text, release_in_image, scan_command, scan_shell, scan_words, Launch, Surroundings,
+};
 use super::shell::{Lexer, Vars};
 use super::source::{Embed, SrcMap, Word};
 use super::yaml::{Map, Node, Scalar};
@@ -203,6 +205,11 @@ fn container(m: &Map, node: &Node, file: usize, dialect: Dialect, around: &Surro
         return;
     }
     let vars = Vars::default();
+    if find_launch(&words).is_some() {
+        // The launch takes the words as its arguments: no copy.
+        scan_command(std::borrow::Cow::Owned(words), &env, &vars, &around, out, 0);
+        return;
+    }
     let before = out.len();
     scan_words(&words, &env, &vars, &around, out, 0);
     if out.len() == before {

@@ -498,10 +498,19 @@ fn find_preset(path: &str) -> Option<&'static crate::model::Preset> {
     if p.is_empty() {
         return None;
     }
+    // `p` is lowercase already, so comparing ignoring ASCII case is comparing with the lowercase id.
+    let is = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
+    // `p` ends with `/` followed by `tail`.
+    let ends_with_segment = |tail: &str| {
+        p.len() > tail.len()
+            && p.is_char_boundary(p.len() - tail.len())
+            && is(&p[p.len() - tail.len()..], tail)
+            && p.as_bytes()[p.len() - tail.len() - 1] == b'/'
+    };
     crate::model::PRESETS.iter().find(|pr| {
-        let id = pr.hf_id.to_ascii_lowercase();
-        let repo = id.rsplit('/').next().unwrap_or(&id).to_owned();
-        p == id || p.ends_with(&format!("/{id}")) || p.ends_with(&format!("/{repo}")) || p == repo
+        let id = pr.hf_id;
+        let repo = id.rsplit('/').next().unwrap_or(id);
+        is(&p, id) || ends_with_segment(id) || ends_with_segment(repo) || is(&p, repo)
     })
 }
 

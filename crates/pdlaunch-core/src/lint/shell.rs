@@ -469,8 +469,11 @@ impl<'a> Lexer<'a> {
             // A word made wholly of one variable's literal value points at that value, where the
             // script assigned it (that is what a fix edits).
             if let (Some(&first), Some(&last)) = (table.first(), table.last()) {
-                let contiguous = table.windows(2).all(|w| w[1] == w[0] + 1);
-                if contiguous && (first < start || first >= end) && self.s.get(raw_start) == Some(&b'$') {
+                // Cheapest test first: only a word starting with `$` can qualify.
+                if self.s.get(raw_start) == Some(&b'$')
+                    && (first < start || first >= end)
+                    && table.windows(2).all(|w| w[1] == w[0] + 1)
+                {
                     (start, end, nested) = (first, last + 1, true);
                 }
             }

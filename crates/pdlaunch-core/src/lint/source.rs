@@ -13,6 +13,8 @@ pub struct SourceFile {
     line_starts: Vec<usize>,
     /// `name`, shared by the origins that point into this file.
     shared_name: Arc<str>,
+    /// True when every character is one byte, so columns are byte distances.
+    ascii: bool,
 }
 
 impl std::fmt::Debug for SourceFile {
@@ -34,7 +36,8 @@ impl SourceFile {
         let mut line_starts = Vec::with_capacity(text.len() / 32 + 1);
         line_starts.push(0);
         line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        SourceFile { shared_name: Arc::from(name.as_str()), name, text, line_starts }
+        let ascii = text.is_ascii();
+        SourceFile { shared_name: Arc::from(name.as_str()), name, text, line_starts, ascii }
     }
 
     /// The name as origins hold it (a shared copy of `name`).
@@ -47,6 +50,9 @@ impl SourceFile {
         let offset = offset.min(self.text.len());
         let line = self.line_starts.partition_point(|&s| s <= offset).saturating_sub(1);
         let start = self.line_starts[line];
+        if self.ascii {
+            return (line as u32 + 1, (offset - start) as u32 + 1);
+        }
         let mut end = offset;
         while !self.text.is_char_boundary(end) {
             end -= 1;
