@@ -91,13 +91,14 @@ fn field_path(field: &str) -> Option<String> {
 pub(super) fn table_check(ctx: &Context, relation: Relation, rule: &'static Rule) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut seen: Vec<&str> = Vec::new();
+    let pairs = ctx.pairs();
     for flag in SERVER_FLAGS.iter().copied().filter(|f| f.relation == relation) {
         // Several spellings across releases share one destination (`--nsa-*`/`--dsa-*`).
         if DEDICATED.contains(&flag.dest) || seen.contains(&flag.dest) {
             continue;
         }
         seen.push(flag.dest);
-        for (p, d) in ctx.pairs() {
+        for &(p, d) in &pairs {
             // With speculative decoding on one side only, every draft setting differs; PD022 reports
             // the cause once.
             if flag.dest.starts_with("speculative_")
