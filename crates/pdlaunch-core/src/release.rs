@@ -5,6 +5,8 @@ use std::fmt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::spec::{Program, Spec};
+
 /// An SGLang server release whose argparse spec ships with pdlaunch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
 pub enum Release {
@@ -62,22 +64,10 @@ impl Release {
         1 << (self as u8)
     }
 
-    pub(crate) fn spec_json(self) -> &'static str {
-        match self {
-            Release::V0_4_10 => include_str!("../spec/server-args-0.4.10.post2.json"),
-            Release::V0_5_1 => include_str!("../spec/server-args-0.5.1.post3.json"),
-            Release::V0_5_3 => include_str!("../spec/server-args-0.5.3.post3.json"),
-            Release::V0_5_6 => include_str!("../spec/server-args-0.5.6.post2.json"),
-            Release::V0_5_10 => include_str!("../spec/server-args-0.5.10.post1.json"),
-            Release::V0_5_19 => include_str!("../spec/server-args-0.5.19.json"),
-            Release::V0_5_23 => include_str!("../spec/server-args-0.5.23.json"),
-        }
-    }
-
     /// The argparse spec of `python -m sglang.launch_server` in this release.
-    pub fn spec(self) -> &'static crate::spec::Spec {
-        static CELLS: [std::sync::OnceLock<crate::spec::Spec>; 7] = [const { std::sync::OnceLock::new() }; 7];
-        CELLS[self as usize].get_or_init(|| crate::spec::Spec::from_json(self.spec_json()))
+    pub fn spec(self) -> &'static Spec {
+        static CELLS: [std::sync::OnceLock<Spec>; 7] = [const { std::sync::OnceLock::new() }; 7];
+        CELLS[self as usize].get_or_init(|| Spec::embedded(Program::Server, self.as_str()))
     }
 }
 
@@ -143,16 +133,9 @@ impl RouterRelease {
     }
 
     /// The argparse spec of `python -m sglang_router.launch_router` in this release.
-    pub fn spec(self) -> &'static crate::spec::Spec {
-        static CELLS: [std::sync::OnceLock<crate::spec::Spec>; 4] = [const { std::sync::OnceLock::new() }; 4];
-        CELLS[self as usize].get_or_init(|| {
-            crate::spec::Spec::from_json(match self {
-                RouterRelease::V0_1_9 => include_str!("../spec/router-args-0.1.9.json"),
-                RouterRelease::V0_2_1 => include_str!("../spec/router-args-0.2.1.json"),
-                RouterRelease::V0_2_3 => include_str!("../spec/router-args-0.2.3.json"),
-                RouterRelease::V0_3_2 => include_str!("../spec/router-args-0.3.2.json"),
-            })
-        })
+    pub fn spec(self) -> &'static Spec {
+        static CELLS: [std::sync::OnceLock<Spec>; 4] = [const { std::sync::OnceLock::new() }; 4];
+        CELLS[self as usize].get_or_init(|| Spec::embedded(Program::Router, self.as_str()))
     }
 }
 

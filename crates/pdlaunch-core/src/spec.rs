@@ -107,18 +107,58 @@ struct FlagMeta {
     default: Option<String>,
 }
 
+/// The embedded specs of every release, deduplicated: each distinct option declaration once in a
+/// pool, and per release the pool indices of its options in declaration order. Generated from the
+/// per-release files in `spec/` by the `bundle_is_current` test (run it with
+/// `PDLAUNCH_UPDATE_SPECS=1` after adding a release).
+const BUNDLE: &str = include_str!("../spec/bundle.json");
+
+/// One program's part of [`BUNDLE`].
 #[derive(Deserialize)]
-struct SpecFile {
-    flags: Vec<SpecFlag>,
+struct ProgramSpecs {
+    /// Distinct declarations, each `[flags, dest, action, type, choices, default, nargs]`.
+    pool: Vec<SpecFlag>,
+    /// Release version -> indices into `pool`.
+    releases: std::collections::BTreeMap<String, Vec<usize>>,
+}
+
+#[derive(Deserialize)]
+struct Bundle {
+    server: ProgramSpecs,
+    router: ProgramSpecs,
+}
+
+/// Which program's argparse spec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Program {
+    /// `python -m sglang.launch_server`.
+    Server,
+    /// `python -m sglang_router.launch_router`.
+    Router,
+}
+
+fn bundle() -> &'static Bundle {
+    static CELL: std::sync::OnceLock<Bundle> = std::sync::OnceLock::new();
+    CELL.get_or_init(|| serde_json::from_str(BUNDLE).expect("embedded SGLang spec bundle is valid"))
 }
 
 impl Spec {
-    /// Reads an embedded spec file. The files ship inside the crate, so a failure is a build bug.
-    pub(crate) fn from_json(text: &str) -> Spec {
-        let file: SpecFile = serde_json::from_str(text).expect("embedded SGLang spec is valid JSON");
+    /// The spec of one release of one program. The bundle ships inside the crate and has an entry
+    /// for every known release (a test checks), so a failure is a build bug.
+    pub(crate) fn embedded(program: Program, version: &str) -> Spec {
+        let part = match program {
+            Program::Server => &bundle().server,
+            Program::Router => &bundle().router,
+        };
+        let indices = part.releases.get(version).expect("every known release is in the spec bundle");
+        Spec::from_flags(indices.iter().map(|&i| part.pool[i].clone()).collect())
+    }
+
+    /// Builds the lookup tables over a release's options.
+    fn from_flags(flags: Vec<SpecFlag>) -> Spec {
         let mut by_spelling = FastMap::default();
         let mut by_dest = FastMap::default();
-        for (i, f) in file.flags.iter().enumerate() {
+        for (i, f) in flags.iter().enumerate() {
             for s in &f.flags {
                 by_spelling.insert(s.clone(), i);
             }
@@ -126,8 +166,7 @@ impl Spec {
         }
         let mut spellings: Vec<(String, usize)> = by_spelling.iter().map(|(k, &i)| (k.clone(), i)).collect();
         spellings.sort_unstable();
-        let meta = file
-            .flags
+        let meta = flags
             .iter()
             .map(|f| FlagMeta {
                 arity: f.arity(),
@@ -137,7 +176,7 @@ impl Spec {
                 default: (!f.default.is_null()).then(|| json_to_arg(&f.default)),
             })
             .collect();
-        Spec { flags: file.flags, meta, by_spelling, spellings, by_dest }
+        Spec { flags, meta, by_spelling, spellings, by_dest }
     }
 
     /// The default of the option that stores into `dest`, as written on a command line; `None`
@@ -501,6 +540,74 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 mod tests {
     use super::*;
     use crate::release::Release;
+
+    /// The per-release spec files in `spec/`, read as JSON.
+    fn raw_specs(program: Program) -> Vec<(String, serde_json::Value)> {
+        let (prefix, versions): (&str, Vec<&str>) = match program {
+            Program::Server => ("server", Release::ALL.iter().map(|r| r.as_str()).collect()),
+            Program::Router => ("router", crate::release::RouterRelease::ALL.iter().map(|r| r.as_str()).collect()),
+        };
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("spec");
+        versions
+            .into_iter()
+            .map(|v| {
+                let path = dir.join(format!("{prefix}-args-{v}.json"));
+                let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                (v.to_owned(), serde_json::from_str(&text).expect("spec file is JSON"))
+            })
+            .collect()
+    }
+
+    /// Deduplicates one program's per-release specs into a pool and index lists.
+    fn bundle_part(program: Program) -> serde_json::Value {
+        const FIELDS: [&str; 7] = ["flags", "dest", "action", "type", "choices", "default", "nargs"];
+        let mut pool: Vec<serde_json::Value> = Vec::new();
+        let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        let mut releases = serde_json::Map::new();
+        for (version, file) in raw_specs(program) {
+            let mut indices = Vec::new();
+            for flag in file["flags"].as_array().expect("a flags list") {
+                let obj = flag.as_object().expect("a flag object");
+                assert!(obj.keys().all(|k| FIELDS.contains(&k.as_str())), "unexpected key in {version}: {obj:?}");
+                let record = serde_json::Value::Array(FIELDS.iter().map(|k| obj[*k].clone()).collect());
+                let next = pool.len();
+                let i = *seen.entry(record.to_string()).or_insert(next);
+                if i == next {
+                    pool.push(record);
+                }
+                indices.push(i);
+            }
+            releases.insert(version, indices.into());
+        }
+        serde_json::json!({ "pool": pool, "releases": releases })
+    }
+
+    #[test]
+    fn bundle_is_current() {
+        let want = serde_json::json!({ "server": bundle_part(Program::Server), "router": bundle_part(Program::Router) })
+            .to_string()
+            + "\n";
+        if std::env::var_os("PDLAUNCH_UPDATE_SPECS").is_some() {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("spec/bundle.json");
+            std::fs::write(path, &want).expect("write spec/bundle.json");
+            return;
+        }
+        assert!(BUNDLE == want, "spec/bundle.json is stale: run this test with PDLAUNCH_UPDATE_SPECS=1");
+    }
+
+    #[test]
+    fn bundle_gives_back_every_release_exactly() {
+        for program in [Program::Server, Program::Router] {
+            for (version, file) in raw_specs(program) {
+                let raw: Vec<SpecFlag> = serde_json::from_value(file["flags"].clone()).expect("flags");
+                let spec = Spec::embedded(program, &version);
+                assert_eq!(spec.flags.len(), raw.len(), "{version}");
+                for (a, b) in spec.flags.iter().zip(&raw) {
+                    assert_eq!(format!("{a:?}"), format!("{b:?}"), "{version}");
+                }
+            }
+        }
+    }
 
     fn argv(s: &str) -> Vec<String> {
         s.split_whitespace().map(str::to_owned).collect()
