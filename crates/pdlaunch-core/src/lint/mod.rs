@@ -549,28 +549,51 @@ fn server_host(v: &ServerView, role: Option<Role>, r: &RouterView) -> String {
     }
 }
 
+/// An instance number and the explicit node ranks seen in it.
+type Ranks = (usize, Vec<usize>);
+
 /// Instance and node numbers, and labels: multi-node servers sharing a `--dist-init-addr` are
 /// one instance, numbered by `--node-rank`.
+///
+/// A node rank names one process of an instance, so a second server giving the same rendezvous
+/// and the same explicit `--node-rank` is another instance, whose rendezvous collides with the
+/// first one's (PD019 reports it): it joins the first instance of that rendezvous still lacking
+/// the rank, else starts a new one. A rank that is not known (`--node-rank $RANK`) joins the
+/// first instance, as a per-node template does.
 fn assign_instances(entries: &mut [ServerEntry], files: &[SourceFile], launches: &[Launch]) {
-    let mut keys: Vec<(Option<Role>, Option<String>)> = Vec::new();
+    // Per role and rendezvous: the instances sharing it, each with the node ranks it has.
+    let mut rendezvous: HashMap<(Option<Role>, String), Vec<Ranks>> = HashMap::new();
     let mut counters: HashMap<Option<Role>, usize> = HashMap::new();
     let mut instance_of: Vec<(usize, usize)> = Vec::new();
     for e in entries.iter() {
         let role = e.view.role.or(e.intended);
         let multi = e.view.int("nnodes").unwrap_or(1) > 1;
+        let rank = multi.then(|| e.view.int("node_rank").and_then(|n| usize::try_from(n).ok())).flatten();
         let key = multi.then(|| e.view.explicit("dist_init_addr")).flatten();
-        let known = key.as_ref().and_then(|k| keys.iter().position(|(r, kk)| *r == role && kk.as_ref() == Some(k)));
-        let inst = match known {
-            Some(pos) => instance_of[pos].0,
-            None => {
-                let c = counters.entry(role).or_insert(0);
-                *c += 1;
-                *c - 1
-            }
+        let mut new_instance = || {
+            let c = counters.entry(role).or_insert(0);
+            *c += 1;
+            *c - 1
         };
-        let node = if multi { e.view.int("node_rank").and_then(|n| usize::try_from(n).ok()).unwrap_or(0) } else { 0 };
-        keys.push((role, key));
-        instance_of.push((inst, node));
+        let inst = match key {
+            Some(k) => {
+                let shared = rendezvous.entry((role, k)).or_default();
+                let free = shared.iter_mut().find(|(_, ranks)| rank.is_none_or(|r| !ranks.contains(&r)));
+                match free {
+                    Some((inst, ranks)) => {
+                        ranks.extend(rank);
+                        *inst
+                    }
+                    None => {
+                        let inst = new_instance();
+                        shared.push((inst, rank.into_iter().collect()));
+                        inst
+                    }
+                }
+            }
+            None => new_instance(),
+        };
+        instance_of.push((inst, rank.unwrap_or(0)));
     }
     for (e, (inst, node)) in entries.iter_mut().zip(instance_of) {
         let l = &launches[e.launch];

@@ -248,3 +248,47 @@ fn leader_worker_sets_and_dynamo_graphs_are_read() {
     assert_eq!(l.groups[0].servers.iter().filter(|s| s.view.node == 1).count(), 1);
     assert_eq!(codes(&l), ["PD001"], "{:#?}", l.findings);
 }
+
+/// Two 2-node prefills whose rank-0 nodes rendezvous at the same `--dist-init-addr` (found by
+/// `proptests::round_trip`): each rank appears twice, so they are two instances, and PD019
+/// names both; the reconstruction keeps both, each with its own port.
+#[test]
+fn two_instances_on_one_rendezvous_stay_two_instances() {
+    let server = |mode: &str, port: u32, gpu: u32, extra: &str| {
+        format!(
+            "python -m sglang.launch_server --model-path m --disaggregation-mode {mode} --host 10.0.0.1 \
+             --port {port} --base-gpu-id {gpu}{extra} &\n"
+        )
+    };
+    let multi = |bootstrap: u32, rank: u32| {
+        format!(
+            " --disaggregation-bootstrap-port {bootstrap} --dist-init-addr 10.0.0.1:6060 --nnodes 2 --node-rank {rank}"
+        )
+    };
+    let text = [
+        server("prefill", 30000, 0, &multi(8998, 0)),
+        server("prefill", 30000, 1, &multi(8998, 1)),
+        server("prefill", 30002, 2, &multi(8999, 0)),
+        server("prefill", 30002, 3, &multi(8999, 1)),
+        server("decode", 30001, 4, ""),
+        "python -m sglang_router.launch_router --pd-disaggregation --prefill http://10.0.0.1:30000 8998 \
+         --prefill http://10.0.0.1:30002 8999 --decode http://10.0.0.1:30001 --host 0.0.0.0 --port 8000\n"
+            .to_owned(),
+    ]
+    .concat();
+    let l = run(&[("pd.sh", &text)]);
+    assert_eq!(l.groups.len(), 1);
+    let clash = l
+        .findings
+        .iter()
+        .find(|f| f.finding.code == "PD019" && f.finding.message.contains("6060"))
+        .expect("rendezvous collision reported");
+    assert!(
+        clash.finding.message.contains("prefill[0] node 0") && clash.finding.message.contains("prefill[1] node 0"),
+        "{}",
+        clash.finding.message
+    );
+    let r = reconstruct::deployment(&l, 0).expect("reconstructs");
+    let ports: Vec<_> = r.deployment.prefill.instances.iter().map(|i| (i.port, i.nodes.len())).collect();
+    assert_eq!(ports, [(Some(30000), 2), (Some(30002), 2)], "notes: {:?}", r.notes);
+}
