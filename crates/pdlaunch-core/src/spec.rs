@@ -585,8 +585,7 @@ mod tests {
     #[test]
     fn bundle_is_current() {
         let want = serde_json::json!({ "server": bundle_part(Program::Server), "router": bundle_part(Program::Router) })
-            .to_string()
-            + "\n";
+            .to_string() + "\n";
         if std::env::var_os("PDLAUNCH_UPDATE_SPECS").is_some() {
             let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("spec/bundle.json");
             std::fs::write(path, &want).expect("write spec/bundle.json");
