@@ -13,7 +13,10 @@ if [ -z "${SKIP_BUILD:-}" ]; then
 else
   ./web/build.sh --tools-only
 fi
-printf '\n==> building the CLI the test compares with (target/debug/pdlaunch)\n'
+printf '\n==> building the CLI the test compares with\n'
 cargo build -p pdlaunch --locked
+# Wherever cargo puts it (CARGO_TARGET_DIR, a config's target-dir).
+export PDLAUNCH="${PDLAUNCH:-$(cargo metadata --format-version 1 --no-deps --locked \
+  | node -e 'let s = ""; process.stdin.on("data", d => s += d).on("end", () => console.log(JSON.parse(s).target_directory))')/debug/pdlaunch}"
 printf '\n==> end-to-end test in headless Chromium\n'
 node --test --test-reporter=spec web/e2e/app.test.mjs
