@@ -862,6 +862,37 @@ impl Parser<'_> {
         })
     }
 
+    /// The entries of a flow collection from its `open` bracket (at the cursor) through its
+    /// `close` one: `entry` reads one entry; empty entries between commas are skipped, and an
+    /// entry must be followed by `,` or `close`. `what` names an entry in errors.
+    fn flow_entries(&mut self, open: u8, close: u8, what: &str, mut entry: impl FnMut(&mut Self) -> R<()>) -> R<()> {
+        self.pos += 1;
+        loop {
+            self.skip_space();
+            match self.at(0) {
+                None => return self.err(format!("unterminated `{}`", open as char)),
+                Some(c) if c == close => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                Some(b',') => {
+                    self.pos += 1;
+                    continue;
+                }
+                _ => {}
+            }
+            let before = self.pos;
+            entry(self)?;
+            self.skip_space();
+            match self.at(0) {
+                Some(b',') => self.pos += 1,
+                Some(c) if c == close => {}
+                _ if self.pos == before => return self.err(format!("cannot read this {what}")),
+                _ => return self.err(format!("expected `,` or `{}`", close as char)),
+            }
+        }
+    }
+
     /// A flow collection or scalar.
     fn flow(&mut self, depth: usize) -> R<Node> {
         if depth + self.depth > MAX_DEPTH {
@@ -873,66 +904,30 @@ impl Parser<'_> {
         let n = match self.at(0) {
             Some(b'[') => {
                 let start = self.pos;
-                self.pos += 1;
                 let mut items = Vec::new();
-                loop {
-                    self.skip_space();
-                    match self.at(0) {
-                        None => return self.err("unterminated `[`"),
-                        Some(b']') => {
-                            self.pos += 1;
-                            break;
-                        }
-                        Some(b',') => {
-                            self.pos += 1;
-                            continue;
-                        }
-                        _ => {}
-                    }
-                    let before = self.pos;
-                    let item = self.flow(depth + 1)?;
-                    self.skip_space();
-                    let item = if self.at(0) == Some(b':') {
-                        self.pos += 1;
-                        let v = self.flow(depth + 1)?;
+                self.flow_entries(b'[', b']', "flow sequence item", |p| {
+                    let item = p.flow(depth + 1)?;
+                    p.skip_space();
+                    let item = if p.at(0) == Some(b':') {
+                        p.pos += 1;
+                        let v = p.flow(depth + 1)?;
                         match item {
                             Node::Scalar(k) => Node::Map(Map { start: k.start, entries: vec![(k, v)] }),
-                            _ => return self.err("only scalar keys are supported"),
+                            _ => return p.err("only scalar keys are supported"),
                         }
                     } else {
                         item
                     };
                     items.push(item);
-                    self.skip_space();
-                    match self.at(0) {
-                        Some(b',') => self.pos += 1,
-                        Some(b']') => {}
-                        _ if self.pos == before => return self.err("cannot read this flow sequence item"),
-                        _ => return self.err("expected `,` or `]`"),
-                    }
-                }
+                    Ok(())
+                })?;
                 Node::Seq(Seq { items, flow: true, start, indent: self.col(start) })
             }
             Some(b'{') => {
                 let start = self.pos;
-                self.pos += 1;
                 let mut entries = Vec::new();
-                loop {
-                    self.skip_space();
-                    match self.at(0) {
-                        None => return self.err("unterminated `{`"),
-                        Some(b'}') => {
-                            self.pos += 1;
-                            break;
-                        }
-                        Some(b',') => {
-                            self.pos += 1;
-                            continue;
-                        }
-                        _ => {}
-                    }
-                    let before = self.pos;
-                    let key = match self.flow(depth + 1)? {
+                self.flow_entries(b'{', b'}', "flow mapping entry", |p| {
+                    let key = match p.flow(depth + 1)? {
                         Node::Scalar(k) => k,
                         Node::Null(at) => Scalar {
                             text: String::new(),
@@ -941,24 +936,18 @@ impl Parser<'_> {
                             end: at,
                             map: SrcMap::Table(vec![]),
                         },
-                        _ => return self.err("only scalar keys are supported"),
+                        _ => return p.err("only scalar keys are supported"),
                     };
-                    self.skip_space();
-                    let value = if self.at(0) == Some(b':') {
-                        self.pos += 1;
-                        self.flow(depth + 1)?
+                    p.skip_space();
+                    let value = if p.at(0) == Some(b':') {
+                        p.pos += 1;
+                        p.flow(depth + 1)?
                     } else {
-                        Node::Null(self.pos)
+                        Node::Null(p.pos)
                     };
                     entries.push((key, value));
-                    self.skip_space();
-                    match self.at(0) {
-                        Some(b',') => self.pos += 1,
-                        Some(b'}') => {}
-                        _ if self.pos == before => return self.err("cannot read this flow mapping entry"),
-                        _ => return self.err("expected `,` or `}`"),
-                    }
-                }
+                    Ok(())
+                })?;
                 Node::Map(merge(Map { entries, start }))
             }
             Some(b'"') => Node::Scalar(self.double_quoted()?),
