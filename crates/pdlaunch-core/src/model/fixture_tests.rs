@@ -275,18 +275,8 @@ fn fp8_kv_checkpoint_makes_auto_fp8_on_both_sides() {
 
 /// A decode server as SGLang sees `args` on `gpu`.
 fn server(args: &[&str], gpu: crate::deployment::Gpu) -> crate::effective::ServerView {
-    let mut tokens: Vec<String> = ["--model-path", "m", "--disaggregation-mode", "decode"].map(String::from).to_vec();
-    tokens.extend(args.iter().map(|a| a.to_string()));
-    let origins = vec![crate::plan::Origin::Derived; tokens.len()];
-    crate::effective::ServerView::new(
-        "decode[0]".into(),
-        "h".into(),
-        tokens,
-        origins,
-        Default::default(),
-        Some(gpu),
-        crate::release::Release::LATEST,
-    )
+    let args = format!("--model-path m --disaggregation-mode decode {}", args.join(" "));
+    crate::rules::testing::server("decode[0]", "h", args.trim_end(), Some(gpu))
 }
 
 #[test]

@@ -462,4 +462,20 @@ pub(crate) mod testing {
     pub fn findings(d: &Deployment, code: &str) -> Vec<Finding> {
         check(d).findings.into_iter().filter(|f| f.code == code).collect()
     }
+
+    /// A server launched with `args` (space-separated) on `host`, as lint input gives one: no
+    /// deployment fields behind it, the latest release.
+    pub fn server(label: &str, host: &str, args: &str, gpu: Option<crate::deployment::Gpu>) -> ServerView {
+        let tokens: Vec<String> = args.split(' ').map(str::to_owned).collect();
+        let origins = vec![crate::plan::Origin::Derived; tokens.len()];
+        ServerView::new(
+            label.into(),
+            host.into(),
+            tokens,
+            origins,
+            Default::default(),
+            gpu,
+            crate::release::Release::LATEST,
+        )
+    }
 }

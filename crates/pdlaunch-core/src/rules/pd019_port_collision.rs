@@ -246,21 +246,8 @@ mod tests {
 
     #[test]
     fn lint_input_on_wildcard_hosts_only_collides_with_itself() {
-        use crate::release::Release;
         use crate::rules::{run, Context};
-        let server = |label: &str, args: &str| {
-            let tokens: Vec<String> = args.split(' ').map(str::to_owned).collect();
-            let origins = vec![crate::plan::Origin::Derived; tokens.len()];
-            crate::effective::ServerView::new(
-                label.into(),
-                "0.0.0.0".into(),
-                tokens,
-                origins,
-                Default::default(),
-                None,
-                Release::LATEST,
-            )
-        };
+        let server = |label: &str, args: &str| crate::rules::testing::server(label, "0.0.0.0", args, None);
         let args = "--disaggregation-mode prefill --host 0.0.0.0 --port 30000";
         let ctx = Context {
             servers: vec![
@@ -270,7 +257,7 @@ mod tests {
             ],
             router: None,
             model: Default::default(),
-            release: Release::LATEST,
+            release: crate::release::Release::LATEST,
             deployment: None,
         };
         let f: Vec<_> = run(&ctx).into_iter().filter(|f| f.code == "PD019").collect();

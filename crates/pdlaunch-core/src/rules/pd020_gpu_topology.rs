@@ -243,27 +243,16 @@ mod tests {
 
     #[test]
     fn lint_input_on_wildcard_hosts_is_not_compared() {
-        use crate::release::Release;
         use crate::rules::{run, Context};
         let server = |label: &str| {
-            let tokens: Vec<String> =
-                "--disaggregation-mode prefill --host 0.0.0.0 --tp-size 2".split(' ').map(str::to_owned).collect();
-            let origins = vec![crate::plan::Origin::Derived; tokens.len()];
-            crate::effective::ServerView::new(
-                label.into(),
-                "0.0.0.0".into(),
-                tokens,
-                origins,
-                Default::default(),
-                None,
-                Release::LATEST,
-            )
+            let args = "--disaggregation-mode prefill --host 0.0.0.0 --tp-size 2";
+            crate::rules::testing::server(label, "0.0.0.0", args, None)
         };
         let ctx = Context {
             servers: vec![server("a.sh:1"), server("b.sh:1")],
             router: None,
             model: Default::default(),
-            release: Release::LATEST,
+            release: crate::release::Release::LATEST,
             deployment: None,
         };
         assert!(!run(&ctx).iter().any(|f| f.code == "PD020" || f.code == "PD019"));
