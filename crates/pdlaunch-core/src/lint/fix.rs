@@ -369,24 +369,18 @@ fn remove_use(s: &ServerEntry, i: usize, files: &[SourceFile]) -> Option<Vec<Edi
         return None;
     }
     let f = &files[first.file];
+    // Deletes from the end of the word before the option through its last value, when the text
+    // between that word and the option is only a separator `gap_ok` accepts.
+    let remove_after_previous = |gap_ok: fn(&str) -> bool| {
+        let prev =
+            i.checked_sub(1).and_then(|k| s.words.get(k)).filter(|p| p.file == first.file && p.end <= first.start)?;
+        let gap = f.text.get(prev.end..first.start)?;
+        gap_ok(gap).then(|| {
+            vec![Edit { file: first.file, start: prev.end, end: last.end, text: String::new(), why: String::new() }]
+        })
+    };
     match &first.embed {
-        Embed::Shell { .. } => {
-            let prev = i
-                .checked_sub(1)
-                .and_then(|k| s.words.get(k))
-                .filter(|p| p.file == first.file && p.end <= first.start)?;
-            let gap = f.text.get(prev.end..first.start)?;
-            if !gap.bytes().all(|b| b.is_ascii_whitespace() || b == b'\\') {
-                return None;
-            }
-            Some(vec![Edit {
-                file: first.file,
-                start: prev.end,
-                end: last.end,
-                text: String::new(),
-                why: String::new(),
-            }])
-        }
+        Embed::Shell { .. } => remove_after_previous(|gap| gap.bytes().all(|b| b.is_ascii_whitespace() || b == b'\\')),
         Embed::YamlItem { flow: false, .. } => {
             let mut out = Vec::new();
             for w in ws {
@@ -405,23 +399,7 @@ fn remove_use(s: &ServerEntry, i: usize, files: &[SourceFile]) -> Option<Vec<Edi
             }
             Some(out)
         }
-        Embed::YamlItem { flow: true, .. } => {
-            let prev = i
-                .checked_sub(1)
-                .and_then(|k| s.words.get(k))
-                .filter(|p| p.file == first.file && p.end <= first.start)?;
-            let gap = f.text.get(prev.end..first.start)?;
-            if gap.trim() != "," {
-                return None;
-            }
-            Some(vec![Edit {
-                file: first.file,
-                start: prev.end,
-                end: last.end,
-                text: String::new(),
-                why: String::new(),
-            }])
-        }
+        Embed::YamlItem { flow: true, .. } => remove_after_previous(|gap| gap.trim() == ","),
         Embed::ConfigKey | Embed::ConfigValue => {
             let ls = f.line_start(first.start);
             Some(vec![Edit {

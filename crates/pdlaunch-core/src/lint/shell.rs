@@ -389,18 +389,7 @@ impl<'a> Lexer<'a> {
                 }
                 b'`' => {
                     name_ok = false;
-                    let start = self.pos;
-                    self.pos += 1;
-                    while let Some(c) = self.peek(0) {
-                        self.pos += 1;
-                        if c == b'\\' {
-                            self.pos += 1;
-                        } else if c == b'`' {
-                            break;
-                        }
-                    }
-                    let end = self.pos.min(self.s.len());
-                    self.symbolic_raw(start, end);
+                    self.backquoted();
                 }
                 b'$' => {
                     name_ok = false;
@@ -542,18 +531,7 @@ impl<'a> Lexer<'a> {
                 },
                 b'$' => self.dollar(vars, false),
                 b'`' => {
-                    let start = self.pos;
-                    self.pos += 1;
-                    while let Some(c) = self.peek(0) {
-                        self.pos += 1;
-                        if c == b'\\' {
-                            self.pos += 1;
-                        } else if c == b'`' {
-                            break;
-                        }
-                    }
-                    let end = self.pos.min(self.s.len());
-                    self.symbolic_raw(start, end);
+                    self.backquoted();
                 }
                 _ => {
                     let rest = &self.s[self.pos + 1..];
@@ -676,6 +654,22 @@ impl<'a> Lexer<'a> {
                 self.pos += 1;
             }
         }
+    }
+
+    /// A `` `...` `` command substitution, from its opening backquote at the cursor: symbolic.
+    fn backquoted(&mut self) {
+        let start = self.pos;
+        self.pos += 1;
+        while let Some(c) = self.peek(0) {
+            self.pos += 1;
+            if c == b'\\' {
+                self.pos += 1;
+            } else if c == b'`' {
+                break;
+            }
+        }
+        let end = self.pos.min(self.s.len());
+        self.symbolic_raw(start, end);
     }
 
     /// A command substitution, arithmetic or special parameter: symbolic, written as is.
