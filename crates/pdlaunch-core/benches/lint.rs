@@ -8,6 +8,10 @@ use std::time::Instant;
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use pdlaunch_core::lint::{lint, Input, Options};
 
+/// The allocator the `pdlaunch` CLI uses, so the figures are what `pdlaunch lint` does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const DOCS: &str = include_str!("../../../tests/fixtures/lint/docs-1p1d.sh");
 const SLURM: &str = include_str!("../../../tests/fixtures/lint/slurm-deepseek.sbatch");
 const RBG: &str = include_str!("../../../tests/fixtures/lint/rbg-deepseek.yaml");

@@ -2,6 +2,8 @@
 //! argparse reads an argv with them: aliases, `--flag=value`, unique-prefix abbreviations,
 //! `nargs`, choices, types and "last one wins".
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 
 use crate::fast_hash::FastMap;
@@ -164,6 +166,12 @@ impl Spec {
             }
             by_dest.entry(canonical_dest(&f.dest).to_owned()).or_insert(i);
         }
+        // Old destination names find the option directly (rules ask by either name).
+        for (old, new) in DEST_RENAMES {
+            if let Some(&i) = by_dest.get(*new) {
+                by_dest.entry((*old).to_owned()).or_insert(i);
+            }
+        }
         let mut spellings: Vec<(String, usize)> = by_spelling.iter().map(|(k, &i)| (k.clone(), i)).collect();
         spellings.sort_unstable();
         let meta = flags
@@ -182,7 +190,7 @@ impl Spec {
     /// The default of the option that stores into `dest`, as written on a command line; `None`
     /// when the option is unknown or its default is `null`.
     pub fn default_text(&self, dest: &str) -> Option<&str> {
-        self.by_dest.get(canonical_dest(dest)).and_then(|&i| self.meta[i].default.as_deref())
+        self.by_dest.get(dest).and_then(|&i| self.meta[i].default.as_deref())
     }
 
     /// The option with exactly this spelling.
@@ -192,7 +200,7 @@ impl Spec {
 
     /// The option that stores into `dest` (current or pre-rename name).
     pub fn by_dest(&self, dest: &str) -> Option<&SpecFlag> {
-        self.by_dest.get(canonical_dest(dest)).map(|&i| &self.flags[i])
+        self.by_dest.get(dest).map(|&i| &self.flags[i])
     }
 
     /// Resolves a spelling the way argparse does: exact, else a unique prefix of a long option.
@@ -269,11 +277,11 @@ impl ArgValue {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ArgUse {
     /// The attribute it stores into.
-    pub dest: String,
-    /// The spelling as written (without `=value`).
-    pub spelling: String,
+    pub dest: &'static str,
+    /// The spelling as written (without `=value`): borrowed from the spec unless abbreviated.
+    pub spelling: Cow<'static, str>,
     /// The main spelling of the option.
-    pub canonical: String,
+    pub canonical: &'static str,
     /// What it stores.
     pub value: ArgValue,
     /// Index of the option token in the argv.
@@ -352,11 +360,12 @@ impl Parsed {
 }
 
 fn looks_like_option(tok: &str) -> bool {
-    tok.starts_with('-') && tok.len() > 1 && tok.parse::<f64>().is_err()
+    // `--x` is never a number; only `-…` needs the (slower) number test.
+    tok.starts_with("--") && tok.len() > 2 || tok.starts_with('-') && tok.len() > 1 && tok.parse::<f64>().is_err()
 }
 
 /// Reads `argv` (the arguments after the program) as argparse would with `spec`.
-pub fn parse_argv(spec: &Spec, argv: &[String]) -> Parsed {
+pub fn parse_argv(spec: &'static Spec, argv: &[String]) -> Parsed {
     let mut out = Parsed::default();
     let mut i = 0;
     while i < argv.len() {
@@ -367,7 +376,7 @@ pub fn parse_argv(spec: &Spec, argv: &[String]) -> Parsed {
             continue;
         }
         let (name, inline) = match tok.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_owned())),
+            Some((n, v)) if n.starts_with("--") => (n, Some(v)),
             _ => (tok.as_str(), None),
         };
         let k = match spec.resolve_index(name) {
@@ -389,9 +398,10 @@ pub fn parse_argv(spec: &Spec, argv: &[String]) -> Parsed {
         let (flag, meta) = (&spec.flags[k], &spec.meta[k]);
         let start = i;
         i += 1;
-        let mut values: Vec<String> = Vec::new();
         let arity = meta.arity;
-        if let Some(v) = inline {
+        // The values: the inline `=value`, or the tokens `values` of argv (no copies yet).
+        let mut values = i..i;
+        if inline.is_some() {
             if arity == Arity::Zero {
                 out.problems.push(ArgProblem {
                     index: start,
@@ -400,37 +410,37 @@ pub fn parse_argv(spec: &Spec, argv: &[String]) -> Parsed {
                 });
                 continue;
             }
-            values.push(v);
         } else {
             match arity {
                 Arity::Zero => {}
                 Arity::One | Arity::Optional => {
                     if i < argv.len() && !looks_like_option(&argv[i]) {
-                        values.push(argv[i].clone());
                         i += 1;
                     }
                 }
                 Arity::OneOrMore | Arity::ZeroOrMore => {
                     while i < argv.len() && !looks_like_option(&argv[i]) {
-                        values.push(argv[i].clone());
                         i += 1;
                     }
                 }
             }
+            values.end = i;
         }
+        let given: &[String] = &argv[values];
+        let value_strs = || inline.into_iter().chain(given.iter().map(String::as_str));
         let needs_value = matches!(arity, Arity::One | Arity::OneOrMore);
-        if needs_value && values.is_empty() {
+        if needs_value && inline.is_none() && given.is_empty() {
             out.problems.push(ArgProblem { index: start, token: name.to_owned(), kind: ArgProblemKind::MissingValue });
             continue;
         }
         let mut bad = false;
-        for v in &values {
+        for v in value_strs() {
             if let Some(choices) = &meta.choices {
                 if !choices.iter().any(|c| c == v) {
                     out.problems.push(ArgProblem {
                         index: start,
                         token: name.to_owned(),
-                        kind: ArgProblemKind::BadChoice { value: v.clone(), choices: choices.clone() },
+                        kind: ArgProblemKind::BadChoice { value: v.to_owned(), choices: choices.clone() },
                     });
                     bad = true;
                     continue;
@@ -441,7 +451,7 @@ pub fn parse_argv(spec: &Spec, argv: &[String]) -> Parsed {
                     out.problems.push(ArgProblem {
                         index: start,
                         token: name.to_owned(),
-                        kind: ArgProblemKind::BadType { value: v.clone(), ty: ty.clone() },
+                        kind: ArgProblemKind::BadType { value: v.to_owned(), ty: ty.clone() },
                     });
                     bad = true;
                 }
@@ -452,13 +462,15 @@ pub fn parse_argv(spec: &Spec, argv: &[String]) -> Parsed {
         }
         let value = match arity {
             Arity::Zero => ArgValue::Switch(!name.starts_with("--no-") || flag.flags[0].starts_with("--no-")),
-            Arity::One | Arity::Optional if !meta.append => ArgValue::One(values.pop().unwrap_or_default()),
-            _ => ArgValue::Many(values),
+            Arity::One | Arity::Optional if !meta.append => {
+                ArgValue::One(value_strs().last().map(str::to_owned).unwrap_or_default())
+            }
+            _ => ArgValue::Many(value_strs().map(str::to_owned).collect()),
         };
-        let dest = meta.dest.clone();
+        let dest = meta.dest.as_str();
         let value = if meta.append {
             // `append` keeps every group; flatten into one list of groups joined by a tab.
-            let mut groups = match out.get(&dest) {
+            let mut groups = match out.get(dest) {
                 Some(ArgValue::Many(prev)) => prev.clone(),
                 _ => Vec::new(),
             };
@@ -470,13 +482,11 @@ pub fn parse_argv(spec: &Spec, argv: &[String]) -> Parsed {
         } else {
             value
         };
-        out.uses.push(ArgUse {
-            dest,
-            spelling: name.to_owned(),
-            canonical: flag.flags[0].clone(),
-            value,
-            index: start,
-        });
+        let spelling = match flag.flags.iter().find(|f| *f == name) {
+            Some(exact) => Cow::Borrowed(exact.as_str()),
+            None => Cow::Owned(name.to_owned()),
+        };
+        out.uses.push(ArgUse { dest, spelling, canonical: flag.flags[0].as_str(), value, index: start });
     }
     out
 }

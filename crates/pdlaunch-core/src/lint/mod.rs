@@ -651,7 +651,7 @@ fn router_info(k: usize, l: &Launch, files: &[SourceFile], release: RouterReleas
         let url = parts.next().unwrap_or("");
         let (host, port) = rules::split_url(url).unwrap_or_default();
         let origin = origins.get(u.index).cloned().unwrap_or(Origin::Derived);
-        match u.dest.as_str() {
+        match u.dest {
             "prefill" => {
                 let bootstrap = parts.next().and_then(|p| p.parse::<u16>().ok());
                 prefills.push(RouterEntry { host, port, bootstrap_port: bootstrap, origin });

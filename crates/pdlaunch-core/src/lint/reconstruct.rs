@@ -253,7 +253,7 @@ impl<'a> Builder<'a> {
                 }
                 let flag = flags::server_flag(&u.canonical).or_else(|| flags::server_flags_for_dest(&u.dest).next());
                 let tokens = use_tokens(v, u).to_vec();
-                let handled = match (flag, u.dest.as_str()) {
+                let handled = match (flag, u.dest) {
                     (_, "disaggregation_mode" | "nnodes" | "node_rank" | "enable_dp_attention") => true,
                     (_, "host") => {
                         let h = u.value.as_text();
@@ -450,7 +450,7 @@ impl<'a> Builder<'a> {
         }
         let mut router = Map::new();
         for u in &v.parsed.uses {
-            if matches!(u.dest.as_str(), "prefill" | "decode" | "pd_disaggregation") {
+            if matches!(u.dest, "prefill" | "decode" | "pd_disaggregation") {
                 continue;
             }
             if v.parsed.last_use(&u.dest).map(|l| l.index) != Some(u.index) {

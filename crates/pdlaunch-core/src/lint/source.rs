@@ -35,7 +35,7 @@ impl SourceFile {
         let name: String = name.into();
         let mut line_starts = Vec::with_capacity(text.len() / 32 + 1);
         line_starts.push(0);
-        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        line_starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
         let ascii = text.is_ascii();
         SourceFile { shared_name: Arc::from(name.as_str()), name, text, line_starts, ascii }
     }

@@ -87,7 +87,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
             let labels = super::labels(&servers);
             let release = s.release.as_str();
             let spelled = if u.spelling == u.canonical {
-                u.spelling.clone()
+                u.spelling.to_string()
             } else {
                 format!("{} ({})", u.spelling, u.canonical)
             };

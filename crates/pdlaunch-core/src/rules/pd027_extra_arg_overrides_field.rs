@@ -66,7 +66,7 @@ pub(super) fn role_of_path(path: &str) -> Option<Role> {
 
 fn shown(u: &ArgUse) -> String {
     match &u.value {
-        ArgValue::Switch(_) => u.spelling.clone(),
+        ArgValue::Switch(_) => u.spelling.to_string(),
         v => format!("{} {}", u.spelling, v.as_text()),
     }
 }

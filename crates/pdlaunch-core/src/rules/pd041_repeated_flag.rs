@@ -25,22 +25,24 @@ pub static RULE: Rule = Rule {
     check,
 };
 
-fn repeated<'a>(parsed: &'a Parsed, origins: &[Origin]) -> Vec<(String, Vec<&'a ArgUse>)> {
-    let mut out: Vec<(String, Vec<&ArgUse>)> = Vec::new();
-    for u in &parsed.uses {
-        // Appending options (the router's `--prefill`/`--decode`) are meant to repeat.
-        if matches!(&u.value, crate::spec::ArgValue::Many(_)) && matches!(u.dest.as_str(), "prefill" | "decode") {
+fn repeated<'a>(parsed: &'a Parsed, origins: &[Origin]) -> Vec<(&'static str, Vec<&'a ArgUse>)> {
+    // Appending options (the router's `--prefill`/`--decode`) are meant to repeat; options that
+    // came from elsewhere than the source (a `--config` file) are reported by their own rule.
+    let counted = |u: &ArgUse| {
+        !(matches!(&u.value, crate::spec::ArgValue::Many(_)) && matches!(u.dest, "prefill" | "decode"))
+            && matches!(origins.get(u.index), Some(Origin::Source { .. }))
+    };
+    let uses = &parsed.uses;
+    let mut out = Vec::new();
+    for (i, u) in uses.iter().enumerate() {
+        // Each destination once, at its first counted use; most argvs repeat nothing.
+        if !counted(u) || uses[..i].iter().any(|p| p.dest == u.dest && counted(p)) {
             continue;
         }
-        if !matches!(origins.get(u.index), Some(Origin::Source { .. })) {
-            continue;
-        }
-        match out.iter_mut().find(|(d, _)| *d == u.dest) {
-            Some((_, v)) => v.push(u),
-            None => out.push((u.dest.clone(), vec![u])),
+        if uses[i + 1..].iter().any(|l| l.dest == u.dest && counted(l)) {
+            out.push((u.dest, uses[i..].iter().filter(|l| l.dest == u.dest && counted(l)).collect()));
         }
     }
-    out.retain(|(_, v)| v.len() > 1);
     out
 }
 
