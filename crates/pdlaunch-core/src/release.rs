@@ -80,14 +80,18 @@ impl fmt::Display for Release {
 impl std::str::FromStr for Release {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
+        Release::named(s).ok_or_else(|| {
+            let known: Vec<_> = Release::ALL.iter().map(|r| r.as_str()).collect();
+            format!("unknown SGLang release `{s}`; known releases: {}", known.join(", "))
+        })
+    }
+}
+
+impl Release {
+    /// The release named `s` (`v0.5.6`, `0.5.6` and `0.5.6.post2` all name `0.5.6.post2`).
+    pub fn named(s: &str) -> Option<Release> {
         let wanted = s.trim().trim_start_matches('v');
-        Release::ALL
-            .into_iter()
-            .find(|r| r.as_str() == wanted || r.as_str().split(".post").next() == Some(wanted))
-            .ok_or_else(|| {
-                let known: Vec<_> = Release::ALL.iter().map(|r| r.as_str()).collect();
-                format!("unknown SGLang release `{s}`; known releases: {}", known.join(", "))
-            })
+        Release::ALL.into_iter().find(|r| r.as_str() == wanted || r.as_str().split(".post").next() == Some(wanted))
     }
 }
 

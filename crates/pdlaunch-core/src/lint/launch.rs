@@ -315,13 +315,12 @@ pub fn release_in_image(image: &str) -> Option<crate::release::Release> {
         return None;
     }
     let tag = tag.trim_start_matches('v');
-    let version: String =
-        tag.chars().take_while(|c| c.is_ascii_digit() || *c == '.' || c.is_ascii_alphanumeric()).collect();
-    let version = version.split('-').next().unwrap_or("");
-    version.parse().ok().or_else(|| {
+    let end = tag.find(|c: char| !(c == '.' || c.is_ascii_alphanumeric())).unwrap_or(tag.len());
+    let version = tag[..end].split('-').next().unwrap_or("");
+    crate::release::Release::named(version).or_else(|| {
         // `0.5.6` names `0.5.6.post2`; drop a trailing `.postN` mismatch.
-        let base: Vec<&str> = version.split('.').take(3).collect();
-        base.join(".").parse().ok()
+        let base = version.match_indices('.').nth(2).map_or(version, |(i, _)| &version[..i]);
+        crate::release::Release::named(base)
     })
 }
 

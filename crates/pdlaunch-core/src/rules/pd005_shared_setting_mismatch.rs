@@ -1,9 +1,11 @@
 //! PD005: a setting that must be equal on both sides (per the flag table) differs.
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
 use super::{Context, Finding, Rule, Severity};
 use crate::effective::ServerView;
+use crate::fast_hash::FastMap;
 use crate::flags::{Flag, Kind, Relation, SERVER_FLAGS};
 
 /// Every `MustMatch` flag of the table, compared between each prefill and decode pair.
@@ -90,15 +92,27 @@ fn field_path(field: &str) -> Option<String> {
 /// Shared with PD006, which runs the same comparison for `ShouldMatch` flags.
 pub(super) fn table_check(ctx: &Context, relation: Relation, rule: &'static Rule) -> Vec<Finding> {
     let mut out = Vec::new();
-    let mut seen: Vec<&str> = Vec::new();
+    let table = compared(relation);
     let pairs = ctx.pairs();
-    for flag in SERVER_FLAGS.iter().copied().filter(|f| f.relation == relation) {
-        // Several spellings across releases share one destination (`--nsa-*`/`--dsa-*`).
-        if DEDICATED.contains(&flag.dest) || seen.contains(&flag.dest) {
-            continue;
-        }
-        seen.push(flag.dest);
-        for &(p, d) in &pairs {
+    // Two servers of one release that both leave a flag unset both get its default, so only the
+    // flags set on either side of a pair need comparing.
+    let set: Vec<Vec<bool>> = pairs
+        .iter()
+        .map(|(p, d)| {
+            let mut set = vec![p.release != d.release; table.flags.len()];
+            for u in p.parsed.uses.iter().chain(&d.parsed.uses) {
+                if let Some(&k) = table.by_dest.get(u.dest) {
+                    set[k] = true;
+                }
+            }
+            set
+        })
+        .collect();
+    for (k, &flag) in table.flags.iter().enumerate() {
+        for (&(p, d), set) in pairs.iter().zip(&set) {
+            if !set[k] {
+                continue;
+            }
             // With speculative decoding on one side only, every draft setting differs; PD022 reports
             // the cause once.
             if flag.dest.starts_with("speculative_")
@@ -144,6 +158,34 @@ pub(super) fn table_check(ctx: &Context, relation: Relation, rule: &'static Rule
         }
     }
     out
+}
+
+/// The flags one relation compares: in table order, each destination once (several spellings
+/// across releases share one, `--nsa-*`/`--dsa-*`), without those a dedicated rule reports.
+struct Compared {
+    flags: Vec<&'static Flag>,
+    by_dest: FastMap<&'static str, usize>,
+}
+
+fn compared(relation: Relation) -> &'static Compared {
+    static MUST: OnceLock<Compared> = OnceLock::new();
+    static SHOULD: OnceLock<Compared> = OnceLock::new();
+    static OTHER: OnceLock<Compared> = OnceLock::new();
+    let cell = match relation {
+        Relation::MustMatch => &MUST,
+        Relation::ShouldMatch => &SHOULD,
+        _ => &OTHER,
+    };
+    cell.get_or_init(|| {
+        let mut flags: Vec<&'static Flag> = Vec::new();
+        for f in SERVER_FLAGS.iter().copied().filter(|f| f.relation == relation) {
+            if !DEDICATED.contains(&f.dest) && !flags.iter().any(|g| g.dest == f.dest) {
+                flags.push(f);
+            }
+        }
+        let by_dest = flags.iter().enumerate().map(|(k, f)| (f.dest, k)).collect();
+        Compared { flags, by_dest }
+    })
 }
 
 #[cfg(test)]
