@@ -4,7 +4,7 @@ use yew::prelude::*;
 
 use super::diagnostics::Diagnostics;
 use super::outputs::Outputs;
-use super::section::Section;
+use super::section::{FormContext, Section};
 use super::toolbar::Toolbar;
 use crate::browser;
 use crate::state::{Action, State};
@@ -43,7 +43,11 @@ pub fn Builder(props: &BuilderProps) -> Html {
             </div>
         }
     });
-    let error_path = s.parsed.as_ref().err().and_then(|e| e.path.clone()).map(AttrValue::from);
+    let form = FormContext {
+        diagnostics: s.diagnostics.clone(),
+        error_path: s.parsed.as_ref().err().and_then(|e| e.path.clone()).map(AttrValue::from),
+        dispatch: props.dispatch.clone(),
+    };
     html! {
         <div class="builder" {ondragover} {ondrop}>
             <h2 class="sr-only">{"Builder"}</h2>
@@ -55,8 +59,9 @@ pub fn Builder(props: &BuilderProps) -> Html {
                         {"Jump to findings and output"}
                     </button>
                     {load_error}
-                    <Section def="Deployment" path="" value={s.doc.clone()} diagnostics={s.diagnostics.clone()}
-                             {error_path} dispatch={props.dispatch.clone()} />
+                    <ContextProvider<FormContext> context={form}>
+                        <Section def="Deployment" path="" value={s.doc.clone()} />
+                    </ContextProvider<FormContext>>
                 </section>
                 <section class="results" aria-labelledby="results-title">
                     <h2 id="results-title" tabindex="-1">{"Findings and output"}</h2>

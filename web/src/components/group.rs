@@ -7,9 +7,9 @@ use serde_json::Value;
 use yew::prelude::*;
 
 use super::help::Help;
-use super::section::Section;
+use super::section::{use_form, Section};
 use crate::form::{field_id, Prop, Schema};
-use crate::state::{Action, Diagnostic};
+use crate::state::Action;
 
 /// Props of [`Group`].
 #[derive(Properties, PartialEq)]
@@ -22,26 +22,20 @@ pub struct GroupProps {
     pub path: AttrValue,
     /// Its value (`None` when unset).
     pub value: Option<Value>,
-    /// Every finding.
-    pub diagnostics: Rc<Vec<Rc<Diagnostic>>>,
-    /// The field path of the load error.
-    #[prop_or_default]
-    pub error_path: Option<AttrValue>,
     /// The side it belongs to.
     #[prop_or_default]
     pub side: Option<&'static str>,
-    /// Sends actions.
-    pub dispatch: Callback<Action>,
 }
 
 /// A nested group in a fieldset; an optional one (speculative decoding, hierarchical cache...)
 /// has a switch that adds or removes it.
 #[function_component]
 pub fn Group(props: &GroupProps) -> Html {
+    let form = use_form();
     let id = field_id(&props.path);
     let toggle = props.prop.nullable.then(|| {
         let on = props.value.is_some();
-        let dispatch = props.dispatch.clone();
+        let dispatch = form.dispatch.clone();
         let path = props.path.to_string();
         let def = props.def.to_string();
         let onchange = Callback::from(move |_| {
@@ -70,9 +64,7 @@ pub fn Group(props: &GroupProps) -> Html {
             {toggle}
             if props.value.is_some() || !props.prop.nullable {
                 <Section def={props.def.clone()} path={props.path.clone()}
-                         value={Rc::new(props.value.clone().unwrap_or(Value::Null))}
-                         diagnostics={props.diagnostics.clone()} error_path={props.error_path.clone()}
-                         side={props.side} dispatch={props.dispatch.clone()} />
+                         value={Rc::new(props.value.clone().unwrap_or(Value::Null))} side={props.side} />
             }
         </fieldset>
     }

@@ -8,7 +8,7 @@ use yew::prelude::*;
 
 use super::finding::FindingCard;
 use super::help::Help;
-use super::section::Section;
+use super::section::{use_form, Section};
 use crate::form::{field_id, Prop, Schema};
 use crate::state::{Action, Diagnostic};
 
@@ -23,25 +23,19 @@ pub struct ListProps {
     pub path: AttrValue,
     /// The items.
     pub items: Vec<Value>,
-    /// Every finding.
-    pub diagnostics: Rc<Vec<Rc<Diagnostic>>>,
-    /// The field path of the load error.
-    #[prop_or_default]
-    pub error_path: Option<AttrValue>,
     /// The side it belongs to.
     #[prop_or_default]
     pub side: Option<&'static str>,
-    /// Sends actions.
-    pub dispatch: Callback<Action>,
 }
 
 /// A list of groups.
 #[function_component]
 pub fn List(props: &ListProps) -> Html {
+    let form = use_form();
     let id = field_id(&props.path);
     let noun = props.def.to_lowercase();
     let set = |items: Vec<Value>| {
-        let dispatch = props.dispatch.clone();
+        let dispatch = form.dispatch.clone();
         let path = props.path.to_string();
         Callback::from(move |_: MouseEvent| {
             dispatch.emit(Action::Set { path: path.clone(), value: Some(Value::Array(items.clone())) })
@@ -53,12 +47,12 @@ pub fn List(props: &ListProps) -> Html {
         set(items)
     };
     let here: Vec<Rc<Diagnostic>> =
-        props.diagnostics.iter().filter(|d| d.paths().any(|p| p == props.path.as_str())).cloned().collect();
+        form.diagnostics.iter().filter(|d| d.paths().any(|p| p == props.path.as_str())).cloned().collect();
     html! {
         <fieldset class="list" id={id.clone()}>
             <legend>{props.prop.label.clone()}</legend>
             <Help text={props.prop.help.clone()} id={format!("{id}-help")} />
-            { for here.iter().map(|d| html! { <FindingCard diagnostic={d.clone()} dispatch={props.dispatch.clone()} /> }) }
+            { for here.iter().map(|d| html! { <FindingCard diagnostic={d.clone()} dispatch={form.dispatch.clone()} /> }) }
             { for props.items.iter().enumerate().map(|(i, item)| {
                 let path = format!("{}[{i}]", props.path);
                 let mut rest = props.items.clone();
@@ -68,8 +62,7 @@ pub fn List(props: &ListProps) -> Html {
                     <fieldset class="item" key={path.clone()}>
                         <legend>{title.clone()}</legend>
                         <Section def={props.def.clone()} path={path.clone()} value={Rc::new(item.clone())}
-                                 diagnostics={props.diagnostics.clone()} error_path={props.error_path.clone()}
-                                 side={props.side} dispatch={props.dispatch.clone()} />
+                                 side={props.side} />
                         <button class="remove" onclick={set(rest)} disabled={props.items.len() == 1}
                                 aria-label={format!("Remove {}", title.to_lowercase())}>
                             {format!("Remove {noun}")}

@@ -14,6 +14,24 @@ use super::list::List;
 use crate::form::{Kind, Prop, Schema};
 use crate::state::{Action, Diagnostic};
 
+/// What every group of the form shares, provided once by the builder: the findings, the load
+/// error's field path and the dispatcher.
+#[derive(Clone, Default, PartialEq)]
+pub struct FormContext {
+    /// Every finding; each field picks its own.
+    pub diagnostics: Rc<Vec<Rc<Diagnostic>>>,
+    /// The field path of the load error, if the document does not parse.
+    pub error_path: Option<AttrValue>,
+    /// Sends actions.
+    pub dispatch: Callback<Action>,
+}
+
+/// The form's context (the builder provides it around the form).
+#[hook]
+pub fn use_form() -> FormContext {
+    use_context::<FormContext>().unwrap_or_default()
+}
+
 /// Props of [`Section`].
 #[derive(Properties, PartialEq)]
 pub struct SectionProps {
@@ -23,16 +41,9 @@ pub struct SectionProps {
     pub path: AttrValue,
     /// The group's value (an object, or null when unset).
     pub value: Rc<Value>,
-    /// Every finding; each field picks its own.
-    pub diagnostics: Rc<Vec<Rc<Diagnostic>>>,
-    /// The field path of the load error, if the document does not parse.
-    #[prop_or_default]
-    pub error_path: Option<AttrValue>,
     /// The side this group belongs to, when inside `prefill` or `decode`.
     #[prop_or_default]
     pub side: Option<&'static str>,
-    /// Sends actions.
-    pub dispatch: Callback<Action>,
 }
 
 fn join(path: &str, name: &str) -> String {
@@ -46,6 +57,7 @@ fn join(path: &str, name: &str) -> String {
 /// A group of fields.
 #[function_component]
 pub fn Section(props: &SectionProps) -> Html {
+    let form = use_form();
     let schema = Schema::get();
     let props_of = schema.props(&props.def);
     let side = props.side.or(match props.path.as_str() {
@@ -62,33 +74,29 @@ pub fn Section(props: &SectionProps) -> Html {
                 return html! {};
             }
         }
-        let error = props.error_path.as_deref().filter(|e| *e == path || e.starts_with(&format!("{path}.")));
+        let error = form.error_path.as_deref().filter(|e| *e == path || e.starts_with(&format!("{path}.")));
         match &p.kind {
             Kind::Object(def) => {
-                html! { <Group prop={p.clone()} def={def.clone()} path={path} value={value}
-                diagnostics={props.diagnostics.clone()} error_path={props.error_path.clone()}
-                side={side} dispatch={props.dispatch.clone()} /> }
+                html! { <Group prop={p.clone()} def={def.clone()} path={path} value={value} side={side} /> }
             }
             Kind::List(def) => {
                 html! { <List prop={p.clone()} def={def.clone()} path={path}
-                items={value.and_then(|v| v.as_array().cloned()).unwrap_or_default()}
-                diagnostics={props.diagnostics.clone()} error_path={props.error_path.clone()}
-                side={side} dispatch={props.dispatch.clone()} /> }
+                items={value.and_then(|v| v.as_array().cloned()).unwrap_or_default()} side={side} /> }
             }
             _ => {
                 let diags: Vec<Rc<Diagnostic>> =
-                    props.diagnostics.iter().filter(|d| d.concerns(&path)).cloned().collect();
+                    form.diagnostics.iter().filter(|d| d.concerns(&path)).cloned().collect();
                 let error = error.map(|_| AttrValue::from("This value is not valid here; see the message above."));
                 html! { <Field prop={p.clone()} path={path} value={value} diagnostics={diags} error={error}
-                dispatch={props.dispatch.clone()} /> }
+                dispatch={form.dispatch.clone()} /> }
             }
         }
     };
     let (primary, more): (Vec<_>, Vec<_>) = props_of.iter().partition(|p| p.primary);
     let more_needed = more.iter().any(|p| {
         let path = join(&props.path, &p.name);
-        props.diagnostics.iter().any(|d| d.concerns(&path))
-            || props.error_path.as_deref().is_some_and(|e| e.starts_with(&path))
+        form.diagnostics.iter().any(|d| d.concerns(&path))
+            || form.error_path.as_deref().is_some_and(|e| e.starts_with(&path))
     });
     // "More settings" renders its fields only once opened (most fields live there, so start-up
     // and every edit have far less to render); a finding or error inside opens it.
@@ -108,13 +116,13 @@ pub fn Section(props: &SectionProps) -> Html {
     let here: Vec<Rc<Diagnostic>> = if props.path.is_empty() {
         Vec::new()
     } else {
-        props.diagnostics.iter().filter(|d| d.paths().any(|p| p == props.path.as_str())).cloned().collect()
+        form.diagnostics.iter().filter(|d| d.paths().any(|p| p == props.path.as_str())).cloned().collect()
     };
     let more_label =
         if props.path.is_empty() { "More deployment settings".to_owned() } else { "More settings".to_owned() };
     html! {
         <>
-            { for here.iter().map(|d| html! { <FindingCard diagnostic={d.clone()} dispatch={props.dispatch.clone()} /> }) }
+            { for here.iter().map(|d| html! { <FindingCard diagnostic={d.clone()} dispatch={form.dispatch.clone()} /> }) }
             { for primary.iter().map(|p| render(p)) }
             if !more.is_empty() {
                 <details class="more" open={*open || more_needed} {ontoggle}>
