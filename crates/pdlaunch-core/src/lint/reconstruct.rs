@@ -248,10 +248,10 @@ impl<'a> Builder<'a> {
             let dp_attention = v.switch("enable_dp_attention");
             for u in &v.parsed.uses {
                 // The last occurrence of each option is the one that counts.
-                if v.parsed.last_use(&u.dest).map(|l| l.index) != Some(u.index) {
+                if v.parsed.last_use(u.dest).map(|l| l.index) != Some(u.index) {
                     continue;
                 }
-                let flag = flags::server_flag(&u.canonical).or_else(|| flags::server_flags_for_dest(&u.dest).next());
+                let flag = flags::server_flag(u.canonical).or_else(|| flags::server_flags_for_dest(u.dest).next());
                 let tokens = use_tokens(v, u).to_vec();
                 let handled = match (flag, u.dest) {
                     (_, "disaggregation_mode" | "nnodes" | "node_rank" | "enable_dp_attention") => true,
@@ -453,7 +453,7 @@ impl<'a> Builder<'a> {
             if matches!(u.dest, "prefill" | "decode" | "pd_disaggregation") {
                 continue;
             }
-            if v.parsed.last_use(&u.dest).map(|l| l.index) != Some(u.index) {
+            if v.parsed.last_use(u.dest).map(|l| l.index) != Some(u.index) {
                 continue;
             }
             let next = v.parsed.uses.iter().map(|x| x.index).filter(|&i| i > u.index).min().unwrap_or(v.tokens.len());

@@ -43,7 +43,7 @@ fn replacement(s: &ServerView, u: &ArgUse) -> Option<String> {
     if let Some((_, r)) = REPLACEMENTS.iter().find(|(n, _)| *n == u.canonical) {
         return Some((*r).to_owned());
     }
-    if let Some(r) = flags::removed_flag(&u.canonical) {
+    if let Some(r) = flags::removed_flag(u.canonical) {
         return Some(r.replacement.to_owned());
     }
     s.spec().flags.iter().find(|f| f.dest == u.dest && !f.is_deprecated()).map(|f| format!("`{}`", f.flags[0]))
@@ -51,8 +51,8 @@ fn replacement(s: &ServerView, u: &ArgUse) -> Option<String> {
 
 /// The deployment field that renders the flag (or its replacement), for the fix.
 fn field_for(s: &ServerView, u: &ArgUse, origin: &Origin) -> Option<String> {
-    let flag = flags::server_flag(&u.canonical)
-        .or_else(|| flags::server_flags_for_dest(&u.dest).next())
+    let flag = flags::server_flag(u.canonical)
+        .or_else(|| flags::server_flags_for_dest(u.dest).next())
         .filter(|f| !f.field.is_empty())?;
     let role = s.role.or_else(|| match origin {
         Origin::Field { path } => role_of_path(path),
@@ -66,7 +66,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
     let mut groups: Vec<(Origin, &ArgUse, bool, Vec<&ServerView>)> = Vec::new();
     for s in &ctx.servers {
         for u in &s.parsed.uses {
-            let Some(spec_flag) = s.spec().get(&u.canonical) else {
+            let Some(spec_flag) = s.spec().get(u.canonical) else {
                 continue;
             };
             if !spec_flag.is_deprecated() {

@@ -89,8 +89,8 @@ fn modeled(s: &ServerView, u: &ArgUse, role: Option<Role>) -> Option<(&'static F
         return None;
     }
     let flag = flags::server_flag(&u.spelling)
-        .or_else(|| flags::server_flag(&u.canonical))
-        .or_else(|| flags::server_flags_for_dest(&u.dest).next())?;
+        .or_else(|| flags::server_flag(u.canonical))
+        .or_else(|| flags::server_flags_for_dest(u.dest).next())?;
     // Before `--attn-dp-size` existed, `--dp-size` carried the DP-attention width.
     let field =
         if flag.dest == "dp_size" && s.switch("enable_dp_attention") && !flags::ATTN_DP_SIZE.in_release(s.release) {
@@ -133,19 +133,19 @@ fn check(ctx: &Context) -> Vec<Finding> {
             let mut pairing = None;
             if matches!(flag.relation, Relation::MustMatch | Relation::ShouldMatch) {
                 let other = role.map(Role::other);
-                let mine = s.value(&u.dest);
+                let mine = s.value(u.dest);
                 let differs: Vec<&ServerView> = ctx
                     .servers
                     .iter()
-                    .filter(|o| o.node == 0 && other.is_some() && o.role == other && o.value(&u.dest) != mine)
+                    .filter(|o| o.node == 0 && other.is_some() && o.role == other && o.value(u.dest) != mine)
                     .collect();
                 if let Some(o) = differs.first() {
                     pairing = Some(format!(
                         "; it also breaks the pairing: {} keeps {} (`{}`), which {} reports",
                         o.label,
-                        o.value(&u.dest).unwrap_or_else(|| "the default".into()),
+                        o.value(u.dest).unwrap_or_else(|| "the default".into()),
                         flag.name,
-                        pairing_rule(&u.dest, flag.relation)
+                        pairing_rule(u.dest, flag.relation)
                     ));
                 }
             }
