@@ -455,7 +455,7 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
             Some(Role::Decode) => 1,
             None => 2,
         };
-        entries.sort_by_key(|e| (rank(e), e.launch));
+        entries.sort_unstable_by_key(|e| (rank(e), e.launch)); // one entry per launch: a total order
         assign_instances(&mut entries, files, launches);
         if let Some(r) = &router {
             for e in &mut entries {
