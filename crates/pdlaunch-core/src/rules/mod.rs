@@ -394,6 +394,21 @@ pub(crate) fn group<'a, K: PartialEq>(
     groups
 }
 
+/// Where a pair's per-side values of `dest` come from, other than the shared field `field` that
+/// renders them once (e.g. `decode.extra_args[2]`, `run-decode.sh:4:3`): what a fix removes.
+pub(crate) fn overrides(p: &ServerView, d: &ServerView, dest: &str, field: Option<&str>) -> Vec<String> {
+    [p, d]
+        .iter()
+        .filter_map(|s| s.origin(dest))
+        .map(ToString::to_string)
+        .filter(|o| Some(o.as_str()) != field)
+        .collect()
+}
+
+/// SGLang's error when the KV-cache dtype strings differ (PD002 reports it; PD003 explains the
+/// spelling-only case).
+pub(crate) const KV_DTYPE_MISMATCH_ERROR: &str = "KV cache dtype mismatch: prefill server has kv_cache_dtype={info.kv_cache_dtype}, but decode server has kv_cache_dtype={self.kv_cache_dtype_str}. Both servers must use the same --kv-cache-dtype value.";
+
 /// The labels of some servers, comma-separated.
 pub(crate) fn labels(servers: &[&ServerView]) -> String {
     servers.iter().map(|s| s.label.as_str()).collect::<Vec<_>>().join(", ")

@@ -17,9 +17,7 @@ pub static RULE: Rule = Rule {
         and raises, which kills the decode scheduler. The check is a string comparison of the value after \
         SGLang's model rewrites (DSA and DeepSeek-V4 models rewrite `auto` per GPU generation), so spellings \
         of the same type (`bf16`/`bfloat16`, or `auto` on a bfloat16 model) fail it too; PD003 points those out.",
-    sglang_errors: &[
-        "KV cache dtype mismatch: prefill server has kv_cache_dtype={info.kv_cache_dtype}, but decode server has kv_cache_dtype={self.kv_cache_dtype_str}. Both servers must use the same --kv-cache-dtype value.",
-    ],
+    sglang_errors: &[super::KV_DTYPE_MISMATCH_ERROR],
     fix: "Set one explicit `shared.kv_cache_dtype` (for DSA models `fp8_e4m3` or `bfloat16`, never `auto` on \
         mixed GPU generations) and do not override `--kv-cache-dtype` in one side's `extra_args`.",
     check,
@@ -80,12 +78,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
                 if pk.value.starts_with("fp8") || dk.value.starts_with("fp8") { "fp8_e4m3" } else { "bfloat16" }
             )
         } else {
-            let overrides: Vec<String> = [p, d]
-                .iter()
-                .filter_map(|s| s.origin("kv_cache_dtype"))
-                .map(ToString::to_string)
-                .filter(|o| o != "shared.kv_cache_dtype")
-                .collect();
+            let overrides = super::overrides(p, d, "kv_cache_dtype", Some("shared.kv_cache_dtype"));
             if overrides.is_empty() {
                 format!("pass the same `--kv-cache-dtype` to {} and {}", p.label, d.label)
             } else {

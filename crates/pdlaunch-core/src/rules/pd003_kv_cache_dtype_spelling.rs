@@ -17,9 +17,7 @@ pub static RULE: Rule = Rule {
         compares the `--kv-cache-dtype` strings and raises \"KV cache dtype mismatch\" on the first request \
         (reported as PD002). Nothing is wrong with the KV layout: writing the same spelling on both sides \
         is the whole fix.",
-    sglang_errors: &[
-        "KV cache dtype mismatch: prefill server has kv_cache_dtype={info.kv_cache_dtype}, but decode server has kv_cache_dtype={self.kv_cache_dtype_str}. Both servers must use the same --kv-cache-dtype value.",
-    ],
+    sglang_errors: &[super::KV_DTYPE_MISMATCH_ERROR],
     fix: "Write one spelling on both sides: set `shared.kv_cache_dtype` and remove per-side `--kv-cache-dtype` \
         overrides.",
     check,
@@ -65,12 +63,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
             p.label, pk.value, d.label, dk.value
         );
         let spelling = ps.or(ds).unwrap_or_else(|| "bfloat16".into());
-        let overrides: Vec<String> = [p, d]
-            .iter()
-            .filter_map(|s| s.origin("kv_cache_dtype"))
-            .map(ToString::to_string)
-            .filter(|o| o != "shared.kv_cache_dtype")
-            .collect();
+        let overrides = super::overrides(p, d, "kv_cache_dtype", Some("shared.kv_cache_dtype"));
         let fix = if overrides.is_empty() {
             format!("write `--kv-cache-dtype {spelling}` on both sides")
         } else {

@@ -66,12 +66,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
         if pt == "auto" || dt == "auto" {
             message.push_str(" (the same bytes only if the checkpoint's dtype is that one)");
         }
-        let overrides: Vec<String> = [p, d]
-            .iter()
-            .filter_map(|s| s.origin("dtype"))
-            .map(ToString::to_string)
-            .filter(|o| o != "model.dtype")
-            .collect();
+        let overrides = super::overrides(p, d, "dtype", Some("model.dtype"));
         let fix = if overrides.is_empty() {
             "pass the same `--dtype` to both sides".to_owned()
         } else {

@@ -140,12 +140,7 @@ pub(super) fn table_check(ctx: &Context, relation: Relation, rule: &'static Rule
                 shown(d, flag.dest, &dv)
             );
             let field = field_path(flag.field);
-            let overrides: Vec<String> = [p, d]
-                .iter()
-                .filter_map(|s| s.origin(flag.dest))
-                .map(ToString::to_string)
-                .filter(|o| field.as_deref() != Some(o.as_str()))
-                .collect();
+            let overrides = super::overrides(p, d, flag.dest, field.as_deref());
             let fix = match (&field, overrides.is_empty()) {
                 (Some(field), false) => format!(
                     "set `{field}` once (it renders on both sides) and remove the per-side `{spelling}` at `{}`",
