@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
-use super::{median, Engine, EngineError, EngineRun, Job, PairTiming, Reference};
+use super::{median, Engine, EngineError, EngineRun, Job, Reference};
 use crate::transfer::Descriptor;
 
 /// Below this many bytes a pair runs on one thread (spawning costs more than it saves).
@@ -281,28 +281,18 @@ impl Engine for CpuEngine {
             totals.push(total);
         }
         let bytes = plan.bytes();
-        Ok(EngineRun {
-            engine: "cpu".into(),
-            detail: format!(
-                "{} thread(s), {} repetition(s){}",
-                self.threads,
-                iterations,
-                if plan.pairs.iter().any(|p| p.bytes() >= STREAM_MIN_BYTES) { ", streaming stores" } else { "" }
-            ),
-            pairs: pair_times
-                .into_iter()
-                .enumerate()
-                .map(|(pair, t)| PairTiming { pair, seconds: median(t) })
-                .collect(),
-            seconds: median(totals),
+        let detail = format!(
+            "{} thread(s), {} repetition(s){}",
+            self.threads,
+            iterations,
+            if plan.pairs.iter().any(|p| p.bytes() >= STREAM_MIN_BYTES) { ", streaming stores" } else { "" }
+        );
+        let reference = Reference {
+            what: format!("one memcpy of {bytes} bytes on the host (1 thread)"),
             bytes,
-            descriptors: plan.descriptors(),
-            reference: Reference {
-                what: format!("one memcpy of {bytes} bytes on the host (1 thread)"),
-                bytes,
-                seconds: reference_copy(bytes, iterations),
-            },
-        })
+            seconds: reference_copy(bytes, iterations),
+        };
+        Ok(EngineRun::from_samples("cpu".into(), detail, plan, pair_times, totals, reference))
     }
 }
 

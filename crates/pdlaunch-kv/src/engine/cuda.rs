@@ -23,7 +23,7 @@ use cudarc::driver::{
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 use serde::Serialize;
 
-use super::{median, Engine, EngineError, EngineRun, Job, PairTiming, Reference};
+use super::{median, Engine, EngineError, EngineRun, Job, Reference};
 use crate::transfer::Descriptor;
 
 /// The kernel source, compiled with NVRTC at run time.
@@ -403,23 +403,12 @@ impl CudaEngine {
         } else {
             format!("{where_}; one async copy per descriptor")
         };
-        Ok(EngineRun {
-            engine: name,
-            detail,
-            pairs: pair_times
-                .into_iter()
-                .enumerate()
-                .map(|(pair, t)| PairTiming { pair, seconds: median(t) })
-                .collect(),
-            seconds: median(totals),
+        let reference = Reference {
+            what: format!("one device-to-device copy of {bytes} bytes on GPU {}", dctx.ordinal()),
             bytes,
-            descriptors: plan.descriptors(),
-            reference: Reference {
-                what: format!("one device-to-device copy of {bytes} bytes on GPU {}", dctx.ordinal()),
-                bytes,
-                seconds: median(ref_times),
-            },
-        })
+            seconds: median(ref_times),
+        };
+        Ok(EngineRun::from_samples(name, detail, plan, pair_times, totals, reference))
     }
 }
 

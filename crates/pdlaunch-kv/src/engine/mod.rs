@@ -66,6 +66,31 @@ pub struct EngineRun {
 }
 
 impl EngineRun {
+    /// A run from its timing samples: per pair, and of the whole plan, over the repetitions; the
+    /// figures are their medians.
+    pub fn from_samples(
+        engine: String,
+        detail: String,
+        plan: &crate::transfer::TransferPlan,
+        pair_times: Vec<Vec<f64>>,
+        totals: Vec<f64>,
+        reference: Reference,
+    ) -> EngineRun {
+        EngineRun {
+            engine,
+            detail,
+            pairs: pair_times
+                .into_iter()
+                .enumerate()
+                .map(|(pair, t)| PairTiming { pair, seconds: median(t) })
+                .collect(),
+            seconds: median(totals),
+            bytes: plan.bytes(),
+            descriptors: plan.descriptors(),
+            reference,
+        }
+    }
+
     /// Payload GB/s (10^9 bytes per second).
     pub fn gbps(&self) -> f64 {
         gbps(self.bytes, self.seconds)
