@@ -59,9 +59,7 @@ pub fn Builder(props: &BuilderProps) -> Html {
                         {"Jump to findings and output"}
                     </button>
                     {load_error}
-                    <ContextProvider<FormContext> context={form}>
-                        <Section def="Deployment" path="" value={s.doc.clone()} />
-                    </ContextProvider<FormContext>>
+                    <Section def="Deployment" path="" value={s.doc.clone()} {form} />
                 </section>
                 <section class="results" aria-labelledby="results-title">
                     <h2 id="results-title" tabindex="-1">{"Findings and output"}</h2>

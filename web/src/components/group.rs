@@ -7,7 +7,7 @@ use serde_json::Value;
 use yew::prelude::*;
 
 use super::help::Help;
-use super::section::{use_form, Section};
+use super::section::{FormContext, Section};
 use crate::form::{field_id, Prop, Schema};
 use crate::state::Action;
 
@@ -25,13 +25,15 @@ pub struct GroupProps {
     /// The side it belongs to.
     #[prop_or_default]
     pub side: Option<&'static str>,
+    /// Findings, load error and dispatcher.
+    pub form: FormContext,
 }
 
 /// A nested group in a fieldset; an optional one (speculative decoding, hierarchical cache...)
 /// has a switch that adds or removes it.
 #[function_component]
 pub fn Group(props: &GroupProps) -> Html {
-    let form = use_form();
+    let form = &props.form;
     let id = field_id(&props.path);
     let toggle = props.prop.nullable.then(|| {
         let on = props.value.is_some();
@@ -64,7 +66,7 @@ pub fn Group(props: &GroupProps) -> Html {
             {toggle}
             if props.value.is_some() || !props.prop.nullable {
                 <Section def={props.def.clone()} path={props.path.clone()}
-                         value={Rc::new(props.value.clone().unwrap_or(Value::Null))} side={props.side} />
+                         value={Rc::new(props.value.clone().unwrap_or(Value::Null))} side={props.side} form={form.clone()} />
             }
         </fieldset>
     }

@@ -8,7 +8,7 @@ use yew::prelude::*;
 
 use super::finding::FindingCard;
 use super::help::Help;
-use super::section::{use_form, Section};
+use super::section::{FormContext, Section};
 use crate::form::{field_id, Prop, Schema};
 use crate::state::{Action, Diagnostic};
 
@@ -26,12 +26,14 @@ pub struct ListProps {
     /// The side it belongs to.
     #[prop_or_default]
     pub side: Option<&'static str>,
+    /// Findings, load error and dispatcher.
+    pub form: FormContext,
 }
 
 /// A list of groups.
 #[function_component]
 pub fn List(props: &ListProps) -> Html {
-    let form = use_form();
+    let form = &props.form;
     let id = field_id(&props.path);
     let noun = props.def.to_lowercase();
     let set = |items: Vec<Value>| {
@@ -62,7 +64,7 @@ pub fn List(props: &ListProps) -> Html {
                     <fieldset class="item" key={path.clone()}>
                         <legend>{title.clone()}</legend>
                         <Section def={props.def.clone()} path={path.clone()} value={Rc::new(item.clone())}
-                                 side={props.side} />
+                                 side={props.side} form={form.clone()} />
                         <button class="remove" onclick={set(rest)} disabled={props.items.len() == 1}
                                 aria-label={format!("Remove {}", title.to_lowercase())}>
                             {format!("Remove {noun}")}

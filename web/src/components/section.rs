@@ -14,9 +14,9 @@ use super::list::List;
 use crate::form::{Kind, Prop, Schema};
 use crate::state::{Action, Diagnostic};
 
-/// What every group of the form shares, provided once by the builder: the findings, the load
-/// error's field path and the dispatcher.
-#[derive(Clone, Default, PartialEq)]
+/// What every group of the form passes down unchanged: the findings, the load error's field path
+/// and the dispatcher (one prop rather than three on every group).
+#[derive(Clone, PartialEq)]
 pub struct FormContext {
     /// Every finding; each field picks its own.
     pub diagnostics: Rc<Vec<Rc<Diagnostic>>>,
@@ -24,12 +24,6 @@ pub struct FormContext {
     pub error_path: Option<AttrValue>,
     /// Sends actions.
     pub dispatch: Callback<Action>,
-}
-
-/// The form's context (the builder provides it around the form).
-#[hook]
-pub fn use_form() -> FormContext {
-    use_context::<FormContext>().unwrap_or_default()
 }
 
 /// Props of [`Section`].
@@ -44,6 +38,8 @@ pub struct SectionProps {
     /// The side this group belongs to, when inside `prefill` or `decode`.
     #[prop_or_default]
     pub side: Option<&'static str>,
+    /// Findings, load error and dispatcher.
+    pub form: FormContext,
 }
 
 fn join(path: &str, name: &str) -> String {
@@ -57,7 +53,7 @@ fn join(path: &str, name: &str) -> String {
 /// A group of fields.
 #[function_component]
 pub fn Section(props: &SectionProps) -> Html {
-    let form = use_form();
+    let form = &props.form;
     let schema = Schema::get();
     let props_of = schema.props(&props.def);
     let side = props.side.or(match props.path.as_str() {
@@ -77,11 +73,11 @@ pub fn Section(props: &SectionProps) -> Html {
         let error = form.error_path.as_deref().filter(|e| *e == path || e.starts_with(&format!("{path}.")));
         match &p.kind {
             Kind::Object(def) => {
-                html! { <Group prop={p.clone()} def={def.clone()} path={path} value={value} side={side} /> }
+                html! { <Group prop={p.clone()} def={def.clone()} path={path} value={value} side={side} form={form.clone()} /> }
             }
             Kind::List(def) => {
                 html! { <List prop={p.clone()} def={def.clone()} path={path}
-                items={value.and_then(|v| v.as_array().cloned()).unwrap_or_default()} side={side} /> }
+                items={value.and_then(|v| v.as_array().cloned()).unwrap_or_default()} side={side} form={form.clone()} /> }
             }
             _ => {
                 let diags: Vec<Rc<Diagnostic>> =
