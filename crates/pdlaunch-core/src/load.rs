@@ -289,6 +289,9 @@ fn seq_read_as_struct(doc: &Node, value: &Value) -> Option<usize> {
 /// through the text stood) and a word on tabs, which YAML does not indent with.
 fn syntax_failure(text: &str, e: yaml::YamlError) -> SerdeFailure {
     let mut at = e.offset.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
     let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
     let indent = &text[line_start..][..text[line_start..].len() - text[line_start..].trim_start().len()];
     let message = match indent.find('\t') {
@@ -973,6 +976,47 @@ mod tests {
         for e in crate::examples::EXAMPLES {
             let theirs: Deployment = serde_yaml::from_str(e.yaml).unwrap();
             assert_eq!(parse_deployment(e.yaml, e.name, Syntax::Yaml).unwrap(), theirs, "{}", e.name);
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+        /// Near-valid texts (an example with a few characters inserted or removed) give a
+        /// deployment or an error, never a panic, read as YAML or as JSON.
+        #[test]
+        fn edited_examples_never_panic(
+            example in 0..crate::examples::EXAMPLES.len(),
+            edits in proptest::collection::vec((0.0..1.0f64, proptest::sample::select(vec![
+                "", " ", "\t", "\n", ":", "- ", "[", "]", "{", "}", ",", "\"", "'", "#", "&a", "*a", "|", ">", "~", "é", "💡", "0x", "1",
+            ])), 1..4),
+            json in proptest::bool::ANY,
+        ) {
+            let e = &crate::examples::EXAMPLES[example];
+            let mut text = if json {
+                serde_json::to_string_pretty(&parse_deployment(e.yaml, e.name, Syntax::Yaml).unwrap()).unwrap()
+            } else {
+                e.yaml.to_owned()
+            };
+            for (at, insert) in edits {
+                let mut i = (at * text.len() as f64) as usize;
+                while !text.is_char_boundary(i) {
+                    i -= 1;
+                }
+                if insert.is_empty() {
+                    let mut j = (i + 1).min(text.len());
+                    while !text.is_char_boundary(j) {
+                        j += 1;
+                    }
+                    text.replace_range(i..j, "");
+                } else {
+                    text.insert_str(i, insert);
+                }
+            }
+            let syntax = if json { Syntax::Json } else { Syntax::Yaml };
+            if let Err(e) = parse_deployment(&text, "f", syntax) {
+                proptest::prop_assert!(!e.message.is_empty());
+            }
         }
     }
 
