@@ -7,10 +7,11 @@ use std::rc::Rc;
 use pdlaunch_core::deployment::Deployment;
 use pdlaunch_core::examples::EXAMPLES;
 use pdlaunch_core::fix::{self, Fix};
-use pdlaunch_core::load::{locate, parse_deployment, LoadError, Syntax};
+use pdlaunch_core::load::{parse_deployment, LoadError, Syntax};
 use pdlaunch_core::plan::{plan, Origin};
 use pdlaunch_core::render::{bundle, render, Format};
 use pdlaunch_core::rules::{check, Finding, Report, Severity};
+use pdlaunch_core::yaml_value;
 use serde_json::Value;
 use yew::Reducible;
 
@@ -81,7 +82,7 @@ pub fn output_text(d: &Deployment, tab: OutputTab) -> Result<String, String> {
         OutputTab::Shell => Format::Shell,
         OutputTab::Config => Format::SglangConfig,
         OutputTab::Json => Format::Json,
-        OutputTab::Yaml => return serde_yaml::to_string(d).map_err(|e| e.to_string()),
+        OutputTab::Yaml => return yaml_value::to_string(d),
     };
     if let Some(reason) = format.unsupported_reason(d.sglang_version) {
         return Err(reason);
@@ -334,31 +335,12 @@ pub fn preset(name: &str) -> Option<Value> {
     read_deployment(e.yaml, e.name).ok().and_then(|d| serde_json::to_value(d).ok())
 }
 
-/// Reads a deployment from YAML or JSON text (YAML reads JSON). The text becomes a JSON value
-/// first, which the core's loader then reads as JSON, so the app carries one deserializer of the
-/// deployment types (the biggest share of its size otherwise); an error's field path is located
-/// again in the original text.
+/// Reads a deployment from YAML or JSON text (a `.json` name is JSON; YAML reads JSON too). The
+/// core reads both through one JSON deserializer of the deployment types, so the app carries
+/// one copy of that code (the biggest share of its size otherwise).
 #[allow(clippy::result_large_err)] // one error per import, shown and dropped
 pub fn read_deployment(text: &str, name: &str) -> Result<Deployment, LoadError> {
-    let value: Value = serde_yaml::from_str(text).map_err(|e| {
-        let message = e.to_string();
-        let message = message.rfind(" at line ").map_or(message.clone(), |i| message[..i].to_owned());
-        LoadError {
-            file: name.to_owned(),
-            line: e.location().map(|l| l.line()),
-            column: e.location().map(|l| l.column()),
-            path: None,
-            message,
-            hint: Some("the text is not valid YAML or JSON".into()),
-        }
-    })?;
-    let json = serde_json::to_string(&value).unwrap_or_default();
-    parse_deployment(&json, name, Syntax::Json).map_err(|mut e| {
-        let at = e.path.as_deref().and_then(|p| locate(text, p));
-        e.line = at.map(|a| a.0);
-        e.column = at.map(|a| a.1);
-        e
-    })
+    parse_deployment(text, name, Syntax::from_name(name))
 }
 
 impl Reducible for State {

@@ -22,3 +22,4 @@ pub mod render;
 pub mod rules;
 pub mod schema;
 pub mod spec;
+pub mod yaml_value;

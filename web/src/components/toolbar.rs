@@ -4,6 +4,7 @@ use std::rc::Rc;
 
 use pdlaunch_core::deployment::Deployment;
 use pdlaunch_core::examples::EXAMPLES;
+use pdlaunch_core::yaml_value;
 use web_sys::{HtmlInputElement, HtmlSelectElement};
 use yew::prelude::*;
 
@@ -55,7 +56,7 @@ pub fn Toolbar(props: &ToolbarProps) -> Html {
         Callback::from(move |_| {
             let Some(d) = &parsed else { return };
             let (file, mime, text) = if yaml {
-                (format!("{name}.yaml"), "application/yaml", serde_yaml::to_string(&**d).unwrap_or_default())
+                (format!("{name}.yaml"), "application/yaml", yaml_value::to_string(&**d).unwrap_or_default())
             } else {
                 (
                     format!("{name}.json"),

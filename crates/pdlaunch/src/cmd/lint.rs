@@ -217,7 +217,9 @@ fn write_deployment(linted: &Linted, out: &Path, style: &Style) -> super::Result
     for n in &first.notes {
         text.push_str(&format!("# note: {}\n", n.replace('\n', " ")));
     }
-    text.push_str(&serde_yaml::to_string(&first.deployment).map_err(|e| format!("cannot serialize: {e}"))?);
+    text.push_str(
+        &pdlaunch_core::yaml_value::to_string(&first.deployment).map_err(|e| format!("cannot serialize: {e}"))?,
+    );
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
