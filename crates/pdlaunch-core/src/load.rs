@@ -356,6 +356,14 @@ fn path_before(text: &str) -> String {
     render_path(&steps)
 }
 
+/// A deployment (or a part of one) from a JSON value: a document being edited or reconstructed.
+/// It goes through JSON text so that the deployment types have one deserializer, the one
+/// [`parse_deployment`] uses: a second one (over `Value`) would add its size again to the browser
+/// app.
+pub fn from_value<T: serde::de::DeserializeOwned>(value: &serde_json::Value) -> Result<T, serde_json::Error> {
+    serde_json::from_str(&value.to_string())
+}
+
 /// One deserialization of the document written as JSON: on failure, the lines of the text, the
 /// one the error is on, and the message.
 #[allow(clippy::type_complexity)]

@@ -61,7 +61,9 @@ pub fn Toolbar(props: &ToolbarProps) -> Html {
                 (
                     format!("{name}.json"),
                     "application/json",
-                    serde_json::to_string_pretty(&**d).unwrap_or_default() + "\n",
+                    // Through a value: the deployment types then serialize one way only.
+                    serde_json::to_string_pretty(&serde_json::to_value(&**d).unwrap_or_default()).unwrap_or_default()
+                        + "\n",
                 )
             };
             match browser::download(&file, mime, &text) {

@@ -489,7 +489,7 @@ fn preset_facts(p: &'static crate::model::Preset) -> ModelFacts {
 }
 
 fn bare_model(path: &str) -> crate::deployment::Model {
-    serde_json::from_value(serde_json::json!({ "path": path })).expect("a model with a path deserializes")
+    crate::load::from_value(&serde_json::json!({ "path": path })).expect("a model with a path deserializes")
 }
 
 /// The built-in model whose Hugging Face id is `path` (or whose repository name ends it).

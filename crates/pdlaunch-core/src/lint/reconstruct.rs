@@ -174,7 +174,7 @@ impl<'a> Builder<'a> {
     }
 
     fn valid(doc: &Value) -> bool {
-        serde_json::from_value::<Deployment>(doc.clone()).is_ok()
+        crate::load::from_value::<Deployment>(doc).is_ok()
     }
 
     /// Sets a field if the result is a valid deployment; false when the schema refuses it.
@@ -334,7 +334,7 @@ impl<'a> Builder<'a> {
         self.env();
         self.router();
         let mut deployment: Deployment =
-            serde_json::from_value(self.doc.clone()).map_err(|e| format!("cannot build a deployment: {e}"))?;
+            crate::load::from_value(&self.doc).map_err(|e| format!("cannot build a deployment: {e}"))?;
         self.pin_gpus(&mut deployment);
         Ok(Reconstructed { deployment, notes: self.notes })
     }
@@ -492,7 +492,7 @@ impl<'a> Builder<'a> {
             self.doc = trial;
         }
         // Entries the deployment renders from the prefill side: say where the router disagreed.
-        if let Ok(d) = serde_json::from_value::<Deployment>(self.doc.clone()) {
+        if let Ok(d) = crate::load::from_value::<Deployment>(&self.doc) {
             let addrs = instance_addrs(&d);
             for (i, e) in v.prefills.iter().enumerate() {
                 let Some(a) = addrs.get(&(Role::Prefill, i)) else {
