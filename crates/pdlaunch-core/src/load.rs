@@ -203,13 +203,13 @@ fn from_yaml(text: &str) -> Result<Deployment, SerdeFailure> {
     let mut refill: Vec<(usize, Fill)> = Vec::new();
     let mut refused: Option<(usize, SerdeFailure)> = None;
     loop {
-        let (lines, line, message) = match attempt(&doc, text, &refill) {
+        let (lines, line, message) = match attempt(&doc, &refill) {
             Ok(d) => match seq_read_as_struct(&doc, &serde_json::to_value(&d).unwrap_or_default()) {
                 // serde_json fills a struct from an array of its fields; serde_yaml refuses that.
                 Some(at) => {
                     let mut probe = refill.clone();
                     probe.push((at, Fill::Text));
-                    match attempt(&doc, text, &probe) {
+                    match attempt(&doc, &probe) {
                         Err((lines, Some(l), m)) if m.starts_with("invalid type: string \"\", expected struct") => {
                             let expected = m.trim_start_matches("invalid type: string \"\", ");
                             return Err(place(&lines[l].path, at, format!("invalid type: sequence, {expected}")));
@@ -258,7 +258,7 @@ fn from_yaml(text: &str) -> Result<Deployment, SerdeFailure> {
         for open in lines.iter().filter(within) {
             let mut probe = refill.clone();
             probe.push((open.at, Fill::Text));
-            let Err((_, Some(_), m)) = attempt(&doc, text, &probe) else { continue };
+            let Err((_, Some(_), m)) = attempt(&doc, &probe) else { continue };
             let kind = open.collection.unwrap_or("sequence");
             let expected = m
                 .strip_prefix("invalid type: string \"\", ")
@@ -367,8 +367,8 @@ pub fn from_value<T: serde::de::DeserializeOwned>(value: &serde_json::Value) -> 
 /// One deserialization of the document written as JSON: on failure, the lines of the text, the
 /// one the error is on, and the message.
 #[allow(clippy::type_complexity)]
-fn attempt(doc: &Node, src: &str, refill: &[(usize, Fill)]) -> Result<Deployment, (Vec<Line>, Option<usize>, String)> {
-    let mut json = JsonOut { text: String::new(), lines: Vec::new(), refill, src };
+fn attempt(doc: &Node, refill: &[(usize, Fill)]) -> Result<Deployment, (Vec<Line>, Option<usize>, String)> {
+    let mut json = JsonOut { text: String::new(), lines: Vec::new(), refill };
     json.node(doc, &mut Vec::new(), None, None, true);
     serde_json::from_str::<Deployment>(&json.text).map_err(|e| {
         let mut line = e.line().checked_sub(1).filter(|&l| l < json.lines.len());
@@ -417,8 +417,6 @@ struct JsonOut<'a> {
     lines: Vec<Line>,
     /// Plain scalars (by offset) to write otherwise.
     refill: &'a [(usize, Fill)],
-    /// The YAML text.
-    src: &'a str,
 }
 
 impl JsonOut<'_> {
@@ -478,7 +476,7 @@ impl JsonOut<'_> {
                     (_, Some(t), Some(Fill::Text)) => Value::String(t.to_owned()),
                     (_, Some(_), Some(Fill::Map)) => Value::Object(Default::default()),
                     (_, Some(_), Some(Fill::Seq)) => Value::Array(Vec::new()),
-                    (Node::Scalar(s), _, _) => yaml_value::scalar_value(s, self.src),
+                    (Node::Scalar(s), _, _) => yaml_value::scalar_value(s),
                     _ => Value::Null,
                 };
                 if plain.is_some() && fill.is_none() && !value.is_string() {

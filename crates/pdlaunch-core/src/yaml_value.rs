@@ -15,7 +15,7 @@ pub(crate) fn text(s: &Scalar) -> &str {
 
 /// Reads a YAML (or JSON) text of at most one document; no document is `null`.
 pub fn from_str(text: &str) -> Result<Value, YamlError> {
-    Ok(document(text)?.as_ref().map_or(Value::Null, |n| node_value(n, text)))
+    Ok(document(text)?.as_ref().map_or(Value::Null, node_value))
 }
 
 /// The one document of a text (`None` for none); more than one is an error at the second.
@@ -30,42 +30,28 @@ pub(crate) fn document(text: &str) -> Result<Option<Node>, YamlError> {
     Ok(docs.pop())
 }
 
-/// The value of a node read from `src`: plain scalars typed, other scalars strings, mapping keys
-/// their text.
-pub fn node_value(n: &Node, src: &str) -> Value {
+/// The value of a node: plain scalars typed, other scalars strings, mapping keys their text.
+pub fn node_value(n: &Node) -> Value {
     match n {
         Node::Null(_) => Value::Null,
-        Node::Scalar(s) => scalar_value(s, src),
-        Node::Seq(s) => Value::Array(s.items.iter().map(|n| node_value(n, src)).collect()),
+        Node::Scalar(s) => scalar_value(s),
+        Node::Seq(s) => Value::Array(s.items.iter().map(node_value).collect()),
         Node::Map(m) => {
             let mut out = Map::new();
             for (k, v) in &m.entries {
-                out.insert(text(k).to_owned(), node_value(v, src));
+                out.insert(text(k).to_owned(), node_value(v));
             }
             Value::Object(out)
         }
     }
 }
 
-/// The value of a scalar read from `src`: a plain one typed by [`plain_value`], any other a
-/// string.
-pub fn scalar_value(s: &Scalar, src: &str) -> Value {
+/// The value of a scalar: a plain one typed by [`plain_value`], any other a string.
+pub fn scalar_value(s: &Scalar) -> Value {
     match s.style {
         Style::Plain => plain_value(text(s)),
-        Style::Literal | Style::Folded if text(s).is_empty() => Value::String(kept_breaks(s, src)),
         _ => Value::String(text(s).to_owned()),
     }
-}
-
-/// The text of a block scalar without content: with keep chomping (`|+`, `|2+`, as serde_yaml
-/// writes a string of line breaks) its empty lines' breaks, which the reader drops.
-fn kept_breaks(s: &Scalar, src: &str) -> String {
-    let raw = src.get(s.start..s.end).unwrap_or("");
-    let header = raw.split('\n').next().unwrap_or("");
-    if !header.split('#').next().unwrap_or("").contains('+') {
-        return String::new();
-    }
-    "\n".repeat(raw.matches('\n').count().saturating_sub(1))
 }
 
 /// The value of a plain scalar under YAML 1.2's core schema, as serde_yaml 0.9 types it: empty,

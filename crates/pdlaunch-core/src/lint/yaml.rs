@@ -834,6 +834,13 @@ impl Parser<'_> {
             table.extend(s..s + line.len());
             prev_more_indented = more;
         }
+        if content_lines == 0 && chomp == b'+' {
+            // Only empty lines, kept: each is a line break (how a string of breaks is written).
+            for &(e, _) in &lines {
+                text.push('\n');
+                table.push(e);
+            }
+        }
         if content_lines > 0 {
             let last_end = lines[content_lines - 1].1;
             match chomp {
@@ -1039,6 +1046,12 @@ mod tests {
         let f = one("a: >-\n  one\n  two\n\n  three\nb: 1\n");
         assert_eq!(f.get("a").unwrap().str(), Some("one two\nthree"));
         assert_eq!(f.get("b").unwrap().str(), Some("1"));
+        // Kept chomping with only empty lines: their breaks (a string of line breaks, written).
+        let k = one("a: |+\n\nb: |2+\n\n\nc: |-\n\nd: x\n");
+        assert_eq!(k.get("a").unwrap().str(), Some("\n"));
+        assert_eq!(k.get("b").unwrap().str(), Some("\n\n"));
+        assert_eq!(k.get("c").unwrap().str(), Some(""));
+        assert_eq!(k.get("d").unwrap().str(), Some("x"));
     }
 
     #[test]
