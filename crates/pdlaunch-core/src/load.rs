@@ -286,22 +286,14 @@ fn seq_read_as_struct(doc: &Node, value: &Value) -> Option<usize> {
 }
 
 /// A YAML syntax error, with the path of the last field before it (where a reader going
-/// through the text stood) and a word on tabs, which YAML does not indent with.
+/// through the text stood).
 fn syntax_failure(text: &str, e: yaml::YamlError) -> SerdeFailure {
     let mut at = e.offset.min(text.len());
     while !text.is_char_boundary(at) {
         at -= 1;
     }
     let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
-    let indent = &text[line_start..][..text[line_start..].len() - text[line_start..].trim_start().len()];
-    let message = match indent.find('\t') {
-        Some(tab) => {
-            at = line_start + tab;
-            "a tab character in the indentation; YAML indents with spaces only".to_owned()
-        }
-        None => e.message,
-    };
-    (path_before(&text[..line_start]), Some(line_col(text, at)), message)
+    (path_before(&text[..line_start]), Some(line_col(text, at)), e.message)
 }
 
 /// The field path of the last `key:` line of `text`, from the keys and sequence items that

@@ -124,7 +124,22 @@ const MAX_DEPTH: usize = 64;
 /// Reads every document of `text`.
 pub fn parse(text: &str) -> Result<Vec<Node>, YamlError> {
     let mut p = Parser { s: text.as_bytes(), t: text, pos: 0, depth: 0, anchors: HashMap::new() };
-    p.stream()
+    p.stream().map_err(|e| tab_indent(text, e))
+}
+
+/// An error on a line indented with a tab is about the tab: YAML indents with spaces only, and
+/// the reader's own message ("bad indentation?") would not say so.
+fn tab_indent(text: &str, e: YamlError) -> YamlError {
+    let at = e.offset.min(text.len());
+    let line_start = text.as_bytes()[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let indent = text.as_bytes()[line_start..].iter().take_while(|&&b| b == b' ' || b == b'\t');
+    match indent.clone().position(|&b| b == b'\t') {
+        Some(tab) => YamlError {
+            offset: line_start + tab,
+            message: "a tab character in the indentation; YAML indents with spaces only".into(),
+        },
+        None => e,
+    }
 }
 
 struct Parser<'a> {
@@ -1088,5 +1103,13 @@ mod tests {
         }
         let deep = "[".repeat(200);
         assert!(parse(&deep).is_err());
+    }
+
+    #[test]
+    fn a_tab_in_the_indentation_is_named() {
+        let text = "a: 1\n\tb: 2\n";
+        let e = parse(text).unwrap_err();
+        assert!(e.message.contains("tab character in the indentation"), "{}", e.message);
+        assert_eq!(e.offset, text.find('\t').unwrap());
     }
 }
