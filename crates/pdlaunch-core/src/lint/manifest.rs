@@ -46,10 +46,16 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
     match node {
         Node::Map(m) => {
             let saved = (around.hints.len(), around.gpu, around.release);
-            for key in ROLE_KEYS {
-                if let Some(v) = node.get(key).and_then(Node::str) {
-                    push_hint(&mut around.hints, v);
+            // The value of each role key (the last entry of a key wins, as `get` reads), found in
+            // one pass over the entries, then kept in the order of ROLE_KEYS.
+            let mut roles: [Option<&Node>; ROLE_KEYS.len()] = [None; ROLE_KEYS.len()];
+            for (k, v) in &m.entries {
+                if let Some(i) = ROLE_KEYS.iter().position(|r| k.text == *r) {
+                    roles[i] = Some(v);
                 }
+            }
+            for v in roles.into_iter().flatten().filter_map(Node::str) {
+                push_hint(&mut around.hints, v);
             }
             if let Some(g) = gpu_here(m) {
                 around.gpu = Some(g);

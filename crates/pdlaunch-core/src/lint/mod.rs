@@ -784,7 +784,7 @@ fn lint_group(
             None => true,
         }
     });
-    let unknown_rule = rules::rule("PD044").expect("PD044 is registered");
+    let unknown_rule = &rules::PD044;
     for (label, raw, codes) in &suppressed {
         let names: Vec<String> =
             codes.iter().map(|c| format!("{c} ({})", rules::rule(c).map_or("", |r| r.name))).collect();
@@ -814,7 +814,7 @@ fn lint_group(
     }
 
     // `--config` files.
-    let config_rule = rules::rule("PD043").expect("PD043 is registered");
+    let config_rule = &rules::PD043;
     let mut config_keys: Vec<PosKey> = Vec::new();
     for s in &group.servers {
         for p in &s.config_problems {
@@ -898,7 +898,7 @@ fn lint_group(
     // No prefill-decode evidence at all: a plain server is not PD drift.
     let pd_evidence = group.servers.iter().any(|s| s.view.role.is_some() || s.intended.is_some())
         || group.router.as_ref().is_some_and(|r| !r.view.prefills.is_empty() || !r.view.decodes.is_empty());
-    let pair_rule = rules::rule("PD045").expect("PD045 is registered");
+    let pair_rule = &rules::PD045;
     if !pd_evidence {
         findings.retain(|f| f.code != "PD037");
         let labels: Vec<&str> = group.servers.iter().map(|s| s.view.label.as_str()).collect();
