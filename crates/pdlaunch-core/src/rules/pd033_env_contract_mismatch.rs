@@ -85,27 +85,34 @@ pub(super) fn env_origin(ctx: &Context, s: &ServerView, name: &str) -> Origin {
 }
 
 /// The value compared: booleans normalized, unset replaced by SGLang's default.
-fn normalized(raw: Option<&String>, default: &str) -> String {
+fn normalized<'a>(raw: Option<&'a String>, default: &'a str) -> &'a str {
     let v = raw.map_or(default, String::as_str).trim();
     match (env_bool(v), env_bool(default)) {
-        (Some(b), Some(_)) if !default.is_empty() && !default.chars().all(|c| c.is_ascii_digit()) => b.to_string(),
-        _ if v.is_empty() => default.to_owned(),
-        _ => v.to_owned(),
+        (Some(b), Some(_)) if !default.is_empty() && !default.chars().all(|c| c.is_ascii_digit()) => {
+            if b {
+                "true"
+            } else {
+                "false"
+            }
+        }
+        _ if v.is_empty() => default,
+        _ => v,
     }
 }
 
-fn check(ctx: &Context) -> Vec<Finding> {
+fn check<'a>(ctx: &'a Context) -> Vec<Finding> {
     let mut out = Vec::new();
-    let heads: Vec<&ServerView> = ctx.servers.iter().filter(|s| s.node == 0 && s.role.is_some()).collect();
+    let heads: Vec<&'a ServerView> = ctx.servers.iter().filter(|s| s.node == 0 && s.role.is_some()).collect();
     for (name, default, layout) in CONTRACT {
-        let values: Vec<(String, &ServerView)> =
-            heads.iter().map(|s| (normalized(s.env.get(*name), default), *s)).collect();
-        let Some((first, _)) = values.first() else {
+        let value = |s: &'a ServerView| normalized(s.env.get(*name), default);
+        // Most deployments agree on every variable: compare before collecting anything.
+        let Some(first) = heads.first().map(|s| value(s)) else {
             continue;
         };
-        if values.iter().all(|(v, _)| v == first) {
+        if heads.iter().all(|s| value(s) == first) {
             continue;
         }
+        let values: Vec<(&str, &ServerView)> = heads.iter().map(|s| (value(s), *s)).collect();
         let shown: Vec<String> = values
             .iter()
             .map(|(_, s)| {
