@@ -7,8 +7,9 @@
 //!
 //! Every output byte keeps its source offset, so words inside `bash -c "…"` strings, inside YAML
 //! scalars or inside variable values still point at the file, line and column they came from.
-
-use std::collections::HashMap;
+//! While a word is read its offsets are kept as runs (a stretch of output bytes and where the
+//! stretch came from); the per-byte table is written out only for the few words that need it
+//! (assignments, words holding whitespace, words split by an expansion).
 
 use super::source::{Embed, SrcMap, Word};
 
@@ -24,7 +25,9 @@ pub struct VarValue {
 /// Shell variables the script has assigned so far, and the exported ones.
 #[derive(Clone, Debug, Default)]
 pub struct Vars {
-    values: HashMap<String, VarValue>,
+    /// In first-assignment order. Scripts set a handful of variables, so a linear search beats
+    /// hashing every name looked up.
+    values: Vec<(String, VarValue)>,
     /// Names exported to child processes, in assignment order.
     pub exported: Vec<String>,
 }
@@ -32,11 +35,14 @@ pub struct Vars {
 impl Vars {
     /// Sets `name`.
     pub fn set(&mut self, name: &str, value: VarValue) {
-        self.values.insert(name.to_owned(), value);
+        match self.values.iter_mut().find(|(n, _)| n == name) {
+            Some((_, v)) => *v = value,
+            None => self.values.push((name.to_owned(), value)),
+        }
     }
     /// The value of `name`: `None` when never set; `Some(None)` when set to an unknown value.
     pub fn get(&self, name: &str) -> Option<&VarValue> {
-        self.values.get(name)
+        self.values.iter().find(|(n, _)| n == name).map(|(_, v)| v)
     }
     /// Marks `name` exported.
     pub fn export(&mut self, name: &str) {
@@ -46,10 +52,7 @@ impl Vars {
     }
     /// The exported variables with known values.
     pub fn env(&self) -> Vec<(String, String)> {
-        self.exported
-            .iter()
-            .filter_map(|n| self.values.get(n).and_then(|v| v.text.clone()).map(|t| (n.clone(), t)))
-            .collect()
+        self.exported.iter().filter_map(|n| self.get(n).and_then(|v| v.text.clone()).map(|t| (n.clone(), t))).collect()
     }
 }
 
@@ -60,7 +63,8 @@ pub struct LexWord {
     pub word: Word,
     /// Byte index in `word.text` of the `=` of `NAME=value`.
     pub eq: Option<usize>,
-    /// Source offsets of every byte of `word.text`.
+    /// Source offsets of every byte of `word.text` when the word is an assignment (`eq` is set);
+    /// empty otherwise.
     pub table: Vec<usize>,
 }
 
@@ -71,6 +75,26 @@ pub struct Command {
     pub words: Vec<LexWord>,
     /// Here-document bodies, as (start, end) byte ranges of the lexer's text.
     pub heredocs: Vec<(usize, usize)>,
+}
+
+/// Where a run of output bytes came from.
+#[derive(Clone, Copy, Debug)]
+enum From {
+    /// Byte `k` of the run is lexer text byte `p + k` (placed in the file through the map).
+    Text(usize),
+    /// Every byte of the run is source byte `o`.
+    Fixed(usize),
+    /// Byte `k` of the run is source byte `abs[q + k]` (a variable's value).
+    Abs(usize),
+}
+
+/// A stretch of a word's output bytes with one origin.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    len: usize,
+    from: From,
+    /// Produced by an unquoted expansion (subject to word splitting).
+    split: bool,
 }
 
 /// Reads commands from shell text one at a time, so that assignments made by a command apply to
@@ -84,42 +108,74 @@ pub struct Lexer<'a> {
     nested: bool,
     pending: Vec<(String, bool)>,
     heredocs: Vec<(usize, usize)>,
+    /// The word being read.
     out: String,
+    /// Where `out` came from, covering it in order.
+    runs: Vec<Run>,
+    /// Source offsets copied from variable values, pointed into by `From::Abs`.
+    abs: Vec<usize>,
+    /// Scratch for the per-byte table of a word that needs one.
     table: Vec<usize>,
-    /// Per output byte: produced by an unquoted expansion (subject to word splitting).
-    split: Vec<bool>,
     unknown: Vec<String>,
     quoted_any: bool,
 }
 
+/// Byte classes for the word loop, one table lookup per byte.
+const PLAIN: u8 = 1;
+const NAME: u8 = 2;
+const NAME_START: u8 = 4;
+/// Ends a run of double-quoted text.
+const DQ_SPECIAL: u8 = 8;
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        let mut k = 0;
+        // An ASCII byte that [`Lexer::word`] copies as it is (no quote, expansion, operator or `=`).
+        if c < 0x80
+            && !matches!(
+                c,
+                b' ' | b'\t'
+                    | b'\n'
+                    | b'\r'
+                    | b';'
+                    | b'&'
+                    | b'|'
+                    | b'<'
+                    | b'>'
+                    | b'('
+                    | b')'
+                    | b'\\'
+                    | b'\''
+                    | b'"'
+                    | b'`'
+                    | b'$'
+                    | b'='
+            )
+        {
+            k |= PLAIN;
+        }
+        if c.is_ascii_alphanumeric() || c == b'_' {
+            k |= NAME;
+        }
+        if c.is_ascii_alphabetic() || c == b'_' {
+            k |= NAME_START;
+        }
+        if matches!(c, b'"' | b'\\' | b'$' | b'`') {
+            k |= DQ_SPECIAL;
+        }
+        t[b] = k;
+        b += 1;
+    }
+    t
+};
+
 fn is_name_start(b: u8) -> bool {
-    b.is_ascii_alphabetic() || b == b'_'
+    CLASS[b as usize] & NAME_START != 0
 }
 fn is_name(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
-}
-/// An ASCII byte that [`Lexer::word`] copies as it is (no quote, expansion, operator or `=`).
-fn is_plain_word_byte(b: u8) -> bool {
-    b < 0x80
-        && !matches!(
-            b,
-            b' ' | b'\t'
-                | b'\n'
-                | b'\r'
-                | b';'
-                | b'&'
-                | b'|'
-                | b'<'
-                | b'>'
-                | b'('
-                | b')'
-                | b'\\'
-                | b'\''
-                | b'"'
-                | b'`'
-                | b'$'
-                | b'='
-        )
+    CLASS[b as usize] & NAME != 0
 }
 
 impl<'a> Lexer<'a> {
@@ -135,8 +191,9 @@ impl<'a> Lexer<'a> {
             pending: Vec::new(),
             heredocs: Vec::new(),
             out: String::new(),
+            runs: Vec::new(),
+            abs: Vec::new(),
             table: Vec::new(),
-            split: Vec::new(),
             unknown: Vec::new(),
             quoted_any: false,
         }
@@ -281,11 +338,27 @@ impl<'a> Lexer<'a> {
         }
     }
 
-    fn push(&mut self, b: u8, at: usize, split: bool) {
+    /// Records that the `len` bytes just appended to `out` came from `from`.
+    fn add_run(&mut self, len: usize, from: From, split: bool) {
+        if len == 0 {
+            return;
+        }
+        if let (Some(last), From::Text(p)) = (self.runs.last_mut(), from) {
+            // Text read straight on (a word's plain bytes, then a quoted part) is one run.
+            if let From::Text(q) = last.from {
+                if q + last.len == p && last.split == split {
+                    last.len += len;
+                    return;
+                }
+            }
+        }
+        self.runs.push(Run { len, from, split });
+    }
+
+    fn push(&mut self, b: u8, at: usize) {
         // Bytes are pushed whole-character at a time by the callers, so `out` stays UTF-8.
         self.out.push(b as char);
-        self.table.push(self.map.at(at));
-        self.split.push(split);
+        self.add_run(1, From::Text(at), false);
     }
 
     /// Pushes the character starting at `self.pos` verbatim and advances past it.
@@ -296,17 +369,12 @@ impl<'a> Lexer<'a> {
         match self.text.get(start..end) {
             Some(ch) => {
                 self.out.push_str(ch);
-                for i in start..end {
-                    self.table.push(self.map.at(i));
-                    self.split.push(false);
-                }
+                self.add_run(end - start, From::Text(start), false);
             }
             None => {
                 self.out.push('\u{fffd}');
-                for _ in 0..3 {
-                    self.table.push(self.map.at(start));
-                    self.split.push(false);
-                }
+                let at = self.map.at(start);
+                self.add_run(3, From::Fixed(at), false);
             }
         }
         self.pos = end.max(start + 1);
@@ -324,13 +392,34 @@ impl<'a> Lexer<'a> {
             return;
         }
         self.out.push_str(&self.text[start..end]);
-        match self.map {
-            SrcMap::Offset(o) => self.table.extend(o + start..o + end),
-            SrcMap::Table(t) if end <= t.len() => self.table.extend_from_slice(&t[start..end]),
-            m => self.table.extend((start..end).map(|i| m.at(i))),
-        }
-        self.split.resize(self.split.len() + (end - start), false);
+        self.add_run(end - start, From::Text(start), false);
         self.pos = end;
+    }
+
+    /// Writes the source offset of every byte of `out` into `self.table` (cleared first).
+    fn materialize(&mut self) {
+        self.table.clear();
+        self.table.reserve(self.out.len());
+        for r in &self.runs {
+            match r.from {
+                From::Text(p) => match self.map {
+                    SrcMap::Offset(o) => self.table.extend(o + p..o + p + r.len),
+                    SrcMap::Table(t) if p + r.len <= t.len() => self.table.extend_from_slice(&t[p..p + r.len]),
+                    m => self.table.extend((p..p + r.len).map(|i| m.at(i))),
+                },
+                From::Fixed(o) => self.table.extend(std::iter::repeat_n(o, r.len)),
+                From::Abs(q) => self.table.extend_from_slice(&self.abs[q..q + r.len]),
+            }
+        }
+    }
+
+    /// The source offset of byte `k` of run `r`.
+    fn run_at(&self, r: &Run, k: usize) -> usize {
+        match r.from {
+            From::Text(p) => self.map.at(p + k),
+            From::Fixed(o) => o,
+            From::Abs(q) => self.abs[q + k],
+        }
     }
 
     /// Reads one word (or several, when an unquoted expansion splits).
@@ -342,8 +431,8 @@ impl<'a> Lexer<'a> {
     /// Reads one word (or several, when an unquoted expansion splits) into `out`.
     fn word(&mut self, vars: &Vars, out: &mut Vec<LexWord>) {
         self.out.clear();
-        self.table.clear();
-        self.split.clear();
+        self.runs.clear();
+        self.abs.clear();
         self.unknown.clear();
         self.quoted_any = false;
         let raw_start = self.pos;
@@ -377,7 +466,7 @@ impl<'a> Lexer<'a> {
                     name_ok = false;
                     self.quoted_any = true;
                     self.pos += 1;
-                    let close = self.s[self.pos.min(self.s.len())..].iter().position(|&c| c == b'\'');
+                    let close = memchr::memchr(b'\'', &self.s[self.pos.min(self.s.len())..]);
                     self.push_run(close.map_or(self.s.len(), |k| self.pos + k));
                     self.pos += 1;
                 }
@@ -415,20 +504,20 @@ impl<'a> Lexer<'a> {
                 }
                 _ => {
                     // A run of plain ASCII bytes, copied at once.
-                    let mut k = self.pos;
-                    let mut nonempty = !self.out.is_empty();
-                    loop {
-                        let c = self.s[k];
-                        if eq.is_none() && !(is_name(c) && (is_name_start(c) || nonempty)) {
-                            name_ok = false;
-                        }
-                        nonempty = true;
+                    let start = self.pos;
+                    let mut k = start + 1;
+                    while k < self.s.len() && CLASS[self.s[k] as usize] & PLAIN != 0 {
                         k += 1;
-                        if k >= self.s.len() || !is_plain_word_byte(self.s[k]) {
-                            break;
-                        }
                     }
-                    self.push_run(k);
+                    if eq.is_none() && name_ok {
+                        let run = &self.s[start..k];
+                        let first = if self.out.is_empty() { NAME_START } else { NAME };
+                        name_ok = CLASS[run[0] as usize] & first != 0
+                            && run[1..].iter().all(|&c| CLASS[c as usize] & NAME != 0);
+                    }
+                    self.out.push_str(&self.text[start..k]);
+                    self.add_run(k - start, From::Text(start), false);
+                    self.pos = k;
                 }
             }
         }
@@ -437,18 +526,34 @@ impl<'a> Lexer<'a> {
         self.finish(raw_start, raw_end, eq, out);
     }
 
+    /// True when an unquoted expansion produced a blank or newline, so the word splits.
+    fn needs_split(&self) -> bool {
+        let bytes = self.out.as_bytes();
+        let mut at = 0;
+        for r in &self.runs {
+            if r.split && bytes[at..at + r.len].iter().any(|&b| b == b' ' || b == b'\t' || b == b'\n') {
+                return true;
+            }
+            at += r.len;
+        }
+        false
+    }
+
+    /// True when the bytes of `out` come from consecutive source bytes.
+    fn contiguous(&mut self) -> bool {
+        self.materialize();
+        self.table.windows(2).all(|w| w[1] == w[0] + 1)
+    }
+
     /// Builds the word(s) just read, splitting on whitespace produced by unquoted expansions.
     fn finish(&mut self, raw_start: usize, raw_end: usize, eq: Option<usize>, out: &mut Vec<LexWord>) {
         // The scratch buffers keep their capacity; words get exact-size copies.
         let unknown = std::mem::take(&mut self.unknown);
-        let needs_split = eq.is_none()
-            && self.out.bytes().zip(&self.split).any(|(b, &s)| s && (b == b' ' || b == b'\t' || b == b'\n'));
-        if !needs_split {
-            let text = self.out.clone();
-            let table = &self.table;
-            if text.is_empty() && !self.quoted_any && unknown.is_empty() {
+        if eq.is_some() || !self.needs_split() {
+            if self.out.is_empty() && !self.quoted_any && unknown.is_empty() {
                 return;
             }
+            let text = self.out.clone();
             let keep_map = eq.is_some() || text.bytes().any(|b| b.is_ascii_whitespace());
             let (mut start, mut end) = (
                 self.map.at(raw_start),
@@ -457,14 +562,17 @@ impl<'a> Lexer<'a> {
             let mut nested = self.nested;
             // A word made wholly of one variable's literal value points at that value, where the
             // script assigned it (that is what a fix edits).
-            if let (Some(&first), Some(&last)) = (table.first(), table.last()) {
+            if let (Some(first), Some(last)) = (self.runs.first(), self.runs.last()) {
                 // Cheapest test first: only a word starting with `$` can qualify.
-                if self.s.get(raw_start) == Some(&b'$')
-                    && (first < start || first >= end)
-                    && table.windows(2).all(|w| w[1] == w[0] + 1)
-                {
-                    (start, end, nested) = (first, last + 1, true);
+                if self.s.get(raw_start) == Some(&b'$') {
+                    let (first, last) = (self.run_at(first, 0), self.run_at(last, last.len - 1));
+                    if (first < start || first >= end) && self.contiguous() {
+                        (start, end, nested) = (first, last + 1, true);
+                    }
                 }
+            }
+            if keep_map {
+                self.materialize();
             }
             let word = Word {
                 text,
@@ -472,16 +580,19 @@ impl<'a> Lexer<'a> {
                 start,
                 end,
                 unknown,
-                map: keep_map.then(|| SrcMap::Table(table.clone())),
+                map: keep_map.then(|| SrcMap::Table(self.table.clone())),
                 embed: Embed::Shell { nested },
             };
-            let table = if eq.is_some() { table.clone() } else { Vec::new() };
+            let table = if eq.is_some() { self.table.clone() } else { Vec::new() };
             out.push(LexWord { word, eq, table });
             return;
         }
-        let text = self.out.clone();
-        let table = self.table.clone();
-        let split = self.split.clone();
+        self.materialize();
+        let mut split = Vec::with_capacity(self.out.len());
+        for r in &self.runs {
+            split.extend(std::iter::repeat_n(r.split, r.len));
+        }
+        let (text, table) = (&self.out, &self.table);
         let bytes = text.as_bytes();
         let mut i = 0;
         while i < bytes.len() {
@@ -496,7 +607,7 @@ impl<'a> Lexer<'a> {
                 continue;
             }
             let piece = &text[start..i];
-            let t = table[start..i].to_vec();
+            let t = &table[start..i];
             let keep_map = piece.bytes().any(|b| b.is_ascii_whitespace());
             out.push(LexWord {
                 word: Word {
@@ -505,11 +616,11 @@ impl<'a> Lexer<'a> {
                     start: t[0],
                     end: t[t.len() - 1] + 1,
                     unknown: unknown.iter().filter(|u| piece.contains(u.as_str())).cloned().collect(),
-                    map: keep_map.then(|| SrcMap::Table(t.clone())),
+                    map: keep_map.then(|| SrcMap::Table(t.to_vec())),
                     embed: Embed::Shell { nested: true },
                 },
                 eq: None,
-                table: t,
+                table: Vec::new(),
             });
         }
     }
@@ -535,7 +646,7 @@ impl<'a> Lexer<'a> {
                 }
                 _ => {
                     let rest = &self.s[self.pos + 1..];
-                    let k = rest.iter().position(|&c| matches!(c, b'"' | b'\\' | b'$' | b'`'));
+                    let k = rest.iter().position(|&c| CLASS[c as usize] & DQ_SPECIAL != 0);
                     self.push_run(k.map_or(self.s.len(), |k| self.pos + 1 + k));
                 }
             }
@@ -567,7 +678,7 @@ impl<'a> Lexer<'a> {
                         Some(b'f') => 12,
                         Some(b'0') => 0,
                         Some(other) if other < 0x80 => {
-                            self.push(b'\\', at, false);
+                            self.push(b'\\', at);
                             other
                         }
                         _ => {
@@ -575,7 +686,7 @@ impl<'a> Lexer<'a> {
                             b'\\'
                         }
                     };
-                    self.push(ch, at, false);
+                    self.push(ch, at);
                 }
                 _ => self.push_char(),
             }
@@ -641,8 +752,8 @@ impl<'a> Lexer<'a> {
                     self.pos += 1;
                 }
                 let end = self.pos;
-                let name = self.text[start + 1..end].to_owned();
-                self.expand(vars, &name, start, end, unquoted);
+                let text = self.text;
+                self.expand(vars, &text[start + 1..end], start, end, unquoted);
             }
             Some(c) if c.is_ascii_digit() || b"@*#?$!-".contains(&c) => {
                 self.pos += 2;
@@ -650,7 +761,7 @@ impl<'a> Lexer<'a> {
                 self.symbolic_raw(start, end);
             }
             _ => {
-                self.push(b'$', start, false);
+                self.push(b'$', start);
                 self.pos += 1;
             }
         }
@@ -675,12 +786,21 @@ impl<'a> Lexer<'a> {
     /// A command substitution, arithmetic or special parameter: symbolic, written as is.
     fn symbolic_raw(&mut self, start: usize, end: usize) {
         let end = end.min(self.s.len());
-        let raw = &self.text[start..end];
-        for (k, ch) in raw.char_indices() {
-            self.out.push(ch);
-            for _ in 0..ch.len_utf8() {
-                self.table.push(self.map.at(start + k));
-                self.split.push(false);
+        let text = self.text;
+        let raw = &text[start..end];
+        self.out.push_str(raw);
+        if raw.is_ascii() {
+            self.add_run(raw.len(), From::Text(start), false);
+        } else {
+            // Every byte of a character points at the character's first byte.
+            for (k, ch) in raw.char_indices() {
+                match ch.len_utf8() {
+                    1 => self.add_run(1, From::Text(start + k), false),
+                    n => {
+                        let at = self.map.at(start + k);
+                        self.add_run(n, From::Fixed(at), false);
+                    }
+                }
             }
         }
         self.unknown.push(raw.to_owned());
@@ -694,32 +814,30 @@ impl<'a> Lexer<'a> {
             None
         } else {
             match (vars.get(name), op) {
-                (Some(v), "") => v.text.as_ref().map(|t| (t.clone(), Some(v.map.clone()))),
+                (Some(v), "") => known(v),
                 (Some(v), o) if o.starts_with(":-") || o.starts_with(":=") => match &v.text {
-                    Some(t) if !t.is_empty() => Some((t.clone(), Some(v.map.clone()))),
-                    Some(_) => literal_default(&o[2..], start + 2 + name_len + 2),
+                    Some(t) if !t.is_empty() => known(v),
+                    Some(_) => literal_default(&o[2..]),
                     None => None,
                 },
-                (Some(v), o) if o.starts_with('-') || o.starts_with('=') => {
-                    v.text.as_ref().map(|t| (t.clone(), Some(v.map.clone())))
-                }
-                (None, o) if o.starts_with(":-") || o.starts_with(":=") => {
-                    literal_default(&o[2..], start + 2 + name_len + 2)
-                }
-                (None, o) if o.starts_with('-') || o.starts_with('=') => {
-                    literal_default(&o[1..], start + 2 + name_len + 1)
-                }
+                (Some(v), o) if o.starts_with('-') || o.starts_with('=') => known(v),
+                (None, o) if o.starts_with(":-") || o.starts_with(":=") => literal_default(&o[2..]),
+                (None, o) if o.starts_with('-') || o.starts_with('=') => literal_default(&o[1..]),
                 _ => None,
             }
         };
         match value {
             Some((text, map)) => {
-                let map = map.filter(|m| m.len() == text.len());
-                for (k, ch) in text.char_indices() {
-                    self.out.push(ch);
-                    for j in 0..ch.len_utf8() {
-                        self.table.push(map.as_ref().map_or_else(|| self.map.at(start), |m| m[k + j]));
-                        self.split.push(unquoted);
+                self.out.push_str(text);
+                match map.filter(|m| m.len() == text.len()) {
+                    Some(m) => {
+                        let q = self.abs.len();
+                        self.abs.extend_from_slice(m);
+                        self.add_run(text.len(), From::Abs(q), unquoted);
+                    }
+                    None => {
+                        let at = self.map.at(start);
+                        self.add_run(text.len(), From::Fixed(at), unquoted);
                     }
                 }
             }
@@ -731,11 +849,16 @@ impl<'a> Lexer<'a> {
     }
 }
 
+/// A variable's value and where its bytes came from, when the script knows it.
+fn known(v: &VarValue) -> Option<(&str, Option<&[usize]>)> {
+    v.text.as_deref().map(|t| (t, Some(v.map.as_slice())))
+}
+
 /// A `${X:-default}` default, when it is literal text (else the expansion stays symbolic). Its
-/// bytes map to the source through the caller's table, so offsets are left to the caller.
-fn literal_default(d: &str, _at: usize) -> Option<(String, Option<Vec<usize>>)> {
+/// bytes all point at the expansion.
+fn literal_default(d: &str) -> Option<(&str, Option<&[usize]>)> {
     let lit = d.bytes().all(|b| !matches!(b, b'$' | b'`' | b'"' | b'\'' | b'\\'));
-    lit.then(|| (d.to_owned(), None))
+    lit.then_some((d, None))
 }
 
 fn utf8_len(b: u8) -> usize {
