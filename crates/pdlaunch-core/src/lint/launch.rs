@@ -150,59 +150,61 @@ pub fn scan_shell(
         return;
     }
     let mut lx = Lexer::new(text, map, file, nested);
-    while let Some(cmd) = lx.next_command(vars) {
-        let mut words: Vec<_> = cmd.words;
-        while words.first().is_some_and(|w| KEYWORDS.contains(&w.word.text.as_str()) && w.eq.is_none()) {
-            words.remove(0);
+    // The words are read where the lexer holds them; only a command that may start a launch is
+    // copied out.
+    while lx.read_command(vars) {
+        let n = lx.len();
+        let mut first = 0;
+        while first < n && KEYWORDS.contains(&lx.text(first)) && lx.eq(first).is_none() {
+            first += 1;
         }
-        if words.first().is_some_and(|w| ENDERS.contains(&w.word.text.as_str())) {
-            words.clear();
-        }
-        // `for x in ...` and `case x in` read no commands of ours.
-        if words.first().is_some_and(|w| w.word.text == "for" || w.word.text == "case") {
-            words.clear();
-        }
-        let n_assign = words.iter().take_while(|w| w.eq.is_some()).count();
-        let assign = |vars: &mut Vars, w: &super::shell::LexWord, export: bool| {
-            let eq = w.eq.expect("assignment");
-            let name = &w.word.text[..eq];
-            let value = if w.word.is_symbolic() { None } else { Some(w.word.text[eq + 1..].to_owned()) };
-            let map = w.table.get(eq + 1..).map(<[usize]>::to_vec).unwrap_or_default();
+        // A compound command's end, and `for x in ...` and `case x in`, read no commands of ours.
+        let skip = first < n && (ENDERS.contains(&lx.text(first)) || matches!(lx.text(first), "for" | "case"));
+        let words = first..if skip { first } else { n };
+        let n_assign = words.clone().take_while(|&i| lx.eq(i).is_some()).count();
+        let assign = |vars: &mut Vars, lx: &Lexer<'_>, i: usize, export: bool| {
+            let eq = lx.eq(i).expect("assignment");
+            let text = lx.text(i);
+            let name = &text[..eq];
+            let value = if lx.is_symbolic(i) { None } else { Some(text[eq + 1..].to_owned()) };
+            let map = lx.table_of(i).get(eq + 1..).map(<[usize]>::to_vec).unwrap_or_default();
             vars.set(name, VarValue { text: value, map });
             if export {
                 vars.export(name);
             }
         };
         if n_assign > 0 && n_assign == words.len() {
-            for w in &words {
-                assign(vars, w, false);
+            for i in words {
+                assign(vars, &lx, i, false);
             }
-        } else if let Some(first) = words.get(n_assign) {
-            let name = first.word.text.as_str();
+        } else if n_assign < words.len() {
+            let head = words.start + n_assign;
+            let name = lx.text(head);
             if matches!(name, "export" | "declare" | "typeset" | "local" | "readonly") {
                 let export =
-                    name == "export" || words.iter().any(|w| w.word.text.starts_with('-') && w.word.text.contains('x'));
-                for w in &words[n_assign + 1..] {
-                    if w.eq.is_some() {
-                        assign(vars, w, export);
-                    } else if export && !w.word.text.starts_with('-') {
-                        vars.export(&w.word.text);
+                    name == "export" || words.clone().any(|i| lx.text(i).starts_with('-') && lx.text(i).contains('x'));
+                for i in head + 1..words.end {
+                    if lx.eq(i).is_some() {
+                        assign(vars, &lx, i, export);
+                    } else if export && !lx.text(i).starts_with('-') {
+                        vars.export(lx.text(i));
                     }
                 }
-            } else if words.iter().any(|w| might_launch(&w.word.text)) {
+            } else if words.clone().any(|i| might_launch(lx.text(i))) {
                 let mut env: Vec<(String, String)> = around.env.clone();
                 env.extend(vars.env());
-                for w in &words[..n_assign] {
-                    let eq = w.eq.expect("assignment");
-                    if !w.word.is_symbolic() {
-                        env.push((w.word.text[..eq].to_owned(), w.word.text[eq + 1..].to_owned()));
+                for i in words.start..head {
+                    let eq = lx.eq(i).expect("assignment");
+                    if !lx.is_symbolic(i) {
+                        let text = lx.text(i);
+                        env.push((text[..eq].to_owned(), text[eq + 1..].to_owned()));
                     }
                 }
-                let plain: Vec<Word> = std::mem::take(&mut words).into_iter().map(|w| w.word).collect();
+                let plain: Vec<Word> = words.map(|i| lx.take_word(i)).collect();
                 scan_command(Cow::Owned(plain), &env, vars, around, out, depth);
             }
         }
-        for (s, e) in cmd.heredocs {
+        for &(s, e) in lx.heredocs() {
             let Some(body) = text.get(s..e) else { continue };
             let body_map = match map {
                 SrcMap::Offset(o) => SrcMap::Offset(o + s),

@@ -11,6 +11,8 @@
 //! stretch came from); the per-byte table is written out only for the few words that need it
 //! (assignments, words holding whitespace, words split by an expansion).
 
+use std::ops::Range;
+
 use super::source::{Embed, SrcMap, Word};
 
 /// A variable's value and, when it was written literally, where each byte came from.
@@ -77,6 +79,18 @@ pub struct Command {
     pub heredocs: Vec<(usize, usize)>,
 }
 
+/// A word of the command being read, its text and tables held in the lexer's buffers.
+#[derive(Clone, Debug)]
+struct Lexed {
+    text: Range<usize>,
+    start: usize,
+    end: usize,
+    unknown: Range<usize>,
+    map: Option<Range<usize>>,
+    eq: Option<usize>,
+    nested: bool,
+}
+
 /// Where a run of output bytes came from.
 #[derive(Clone, Copy, Debug)]
 enum From {
@@ -108,9 +122,19 @@ pub struct Lexer<'a> {
     nested: bool,
     pending: Vec<(String, bool)>,
     heredocs: Vec<(usize, usize)>,
-    /// The word being read.
-    out: String,
-    /// Where `out` came from, covering it in order.
+    /// The here-document bodies of the command read last.
+    cmd_heredocs: Vec<(usize, usize)>,
+    /// The texts of the command's words, one after another; the word being read is
+    /// `texts[w0..]` (its "output").
+    texts: String,
+    w0: usize,
+    /// The command's words.
+    lexed: Vec<Lexed>,
+    /// The words' unknowns, pointed into by `Lexed::unknown`.
+    unknowns: Vec<String>,
+    /// The words' per-byte source tables, pointed into by `Lexed::map`.
+    tables: Vec<usize>,
+    /// Where the output of the word being read came from, covering it in order.
     runs: Vec<Run>,
     /// Source offsets copied from variable values, pointed into by `From::Abs`.
     abs: Vec<usize>,
@@ -190,7 +214,12 @@ impl<'a> Lexer<'a> {
             nested,
             pending: Vec::new(),
             heredocs: Vec::new(),
-            out: String::new(),
+            cmd_heredocs: Vec::new(),
+            texts: String::new(),
+            w0: 0,
+            lexed: Vec::new(),
+            unknowns: Vec::new(),
+            tables: Vec::new(),
             runs: Vec::new(),
             abs: Vec::new(),
             table: Vec::new(),
@@ -203,9 +232,29 @@ impl<'a> Lexer<'a> {
         self.s.get(self.pos + k).copied()
     }
 
-    /// Reads the next command; `None` at the end of the text.
+    /// Reads the next command, as owned words; `None` at the end of the text.
     pub fn next_command(&mut self, vars: &Vars) -> Option<Command> {
-        let mut cmd = Command::default();
+        if !self.read_command(vars) {
+            return None;
+        }
+        let words = (0..self.lexed.len())
+            .map(|i| {
+                let eq = self.lexed[i].eq;
+                let table = if eq.is_some() { self.table_of(i).to_vec() } else { Vec::new() };
+                LexWord { word: self.take_word(i), eq, table }
+            })
+            .collect();
+        Some(Command { words, heredocs: std::mem::take(&mut self.cmd_heredocs) })
+    }
+
+    /// Reads the next command into the lexer, where [`Self::len`], [`Self::text`],
+    /// [`Self::take_word`]... read it without copying; false at the end of the text.
+    pub fn read_command(&mut self, vars: &Vars) -> bool {
+        self.texts.clear();
+        self.lexed.clear();
+        self.unknowns.clear();
+        self.tables.clear();
+        self.cmd_heredocs.clear();
         loop {
             // Blanks and line continuations.
             while let Some(b) = self.peek(0) {
@@ -220,8 +269,8 @@ impl<'a> Lexer<'a> {
                 }
             }
             let Some(b) = self.peek(0) else {
-                cmd.heredocs.append(&mut self.heredocs);
-                return (!cmd.words.is_empty() || !cmd.heredocs.is_empty()).then_some(cmd);
+                self.cmd_heredocs.append(&mut self.heredocs);
+                return !self.lexed.is_empty() || !self.cmd_heredocs.is_empty();
             };
             match b {
                 b'#' => {
@@ -232,9 +281,9 @@ impl<'a> Lexer<'a> {
                 b'\n' => {
                     self.pos += 1;
                     self.read_heredoc_bodies();
-                    if !cmd.words.is_empty() || !self.heredocs.is_empty() {
-                        cmd.heredocs.append(&mut self.heredocs);
-                        return Some(cmd);
+                    if !self.lexed.is_empty() || !self.heredocs.is_empty() {
+                        self.cmd_heredocs.append(&mut self.heredocs);
+                        return true;
                     }
                 }
                 b';' | b'&' | b'|' | b'(' | b')' => {
@@ -242,8 +291,8 @@ impl<'a> Lexer<'a> {
                     while self.peek(0).is_some_and(|c| matches!(c, b';' | b'&' | b'|')) {
                         self.pos += 1;
                     }
-                    if !cmd.words.is_empty() {
-                        return Some(cmd);
+                    if !self.lexed.is_empty() {
+                        return true;
                     }
                 }
                 b'<' | b'>' => self.redirection(vars),
@@ -253,10 +302,58 @@ impl<'a> Lexer<'a> {
                     }
                     self.redirection(vars);
                 }
-                _ => {
-                    self.word(vars, &mut cmd.words);
-                }
+                _ => self.word(vars),
             }
+        }
+    }
+
+    /// The number of words of the command read last.
+    pub fn len(&self) -> usize {
+        self.lexed.len()
+    }
+
+    /// True when the command read last has no words (only here-documents).
+    pub fn is_empty(&self) -> bool {
+        self.lexed.is_empty()
+    }
+
+    /// The text of word `i` of the command read last.
+    pub fn text(&self, i: usize) -> &str {
+        &self.texts[self.lexed[i].text.clone()]
+    }
+
+    /// Byte index in word `i`'s text of the `=` of `NAME=value`.
+    pub fn eq(&self, i: usize) -> Option<usize> {
+        self.lexed[i].eq
+    }
+
+    /// True when word `i`'s value depends on something only known at run time.
+    pub fn is_symbolic(&self, i: usize) -> bool {
+        !self.lexed[i].unknown.is_empty()
+    }
+
+    /// Source offsets of every byte of word `i` when it is an assignment or holds whitespace;
+    /// empty otherwise.
+    pub fn table_of(&self, i: usize) -> &[usize] {
+        self.lexed[i].map.clone().map_or(&[], |r| &self.tables[r])
+    }
+
+    /// Here-document bodies of the command read last, as (start, end) byte ranges of the text.
+    pub fn heredocs(&self) -> &[(usize, usize)] {
+        &self.cmd_heredocs
+    }
+
+    /// Word `i` of the command read last (its unknowns move out: take each word once).
+    pub fn take_word(&mut self, i: usize) -> Word {
+        let l = &self.lexed[i];
+        Word {
+            text: self.texts[l.text.clone()].to_owned(),
+            file: self.file,
+            start: l.start,
+            end: l.end,
+            unknown: self.unknowns[l.unknown.clone()].iter_mut().map(std::mem::take).collect(),
+            map: l.map.clone().map(|r| SrcMap::Table(self.tables[r].to_vec())),
+            embed: Embed::Shell { nested: l.nested },
         }
     }
 
@@ -286,11 +383,13 @@ impl<'a> Lexer<'a> {
                 self.pos += 1;
             }
             self.skip_blanks();
-            let mut got = Vec::new();
-            self.word(vars, &mut got);
-            if let Some(w) = got.into_iter().next() {
-                self.pending.push((w.word.text, strip));
+            let mark = self.mark();
+            self.word(vars);
+            if mark.0 < self.lexed.len() {
+                let delim = self.text(mark.0).to_owned();
+                self.pending.push((delim, strip));
             }
+            self.reset(mark);
             return;
         }
         while self.peek(0).is_some_and(|c| matches!(c, b'>' | b'&' | b'|')) {
@@ -357,7 +456,7 @@ impl<'a> Lexer<'a> {
 
     fn push(&mut self, b: u8, at: usize) {
         // Bytes are pushed whole-character at a time by the callers, so `out` stays UTF-8.
-        self.out.push(b as char);
+        self.texts.push(b as char);
         self.add_run(1, From::Text(at), false);
     }
 
@@ -368,11 +467,11 @@ impl<'a> Lexer<'a> {
         let start = self.pos;
         match self.text.get(start..end) {
             Some(ch) => {
-                self.out.push_str(ch);
+                self.texts.push_str(ch);
                 self.add_run(end - start, From::Text(start), false);
             }
             None => {
-                self.out.push('\u{fffd}');
+                self.texts.push('\u{fffd}');
                 let at = self.map.at(start);
                 self.add_run(3, From::Fixed(at), false);
             }
@@ -391,7 +490,7 @@ impl<'a> Lexer<'a> {
             }
             return;
         }
-        self.out.push_str(&self.text[start..end]);
+        self.texts.push_str(&self.text[start..end]);
         self.add_run(end - start, From::Text(start), false);
         self.pos = end;
     }
@@ -399,7 +498,7 @@ impl<'a> Lexer<'a> {
     /// Writes the source offset of every byte of `out` into `self.table` (cleared first).
     fn materialize(&mut self) {
         self.table.clear();
-        self.table.reserve(self.out.len());
+        self.table.reserve(self.texts.len() - self.w0);
         for r in &self.runs {
             match r.from {
                 From::Text(p) => match self.map {
@@ -422,15 +521,33 @@ impl<'a> Lexer<'a> {
         }
     }
 
-    /// Reads one word (or several, when an unquoted expansion splits).
-    fn discard_word(&mut self, vars: &Vars) {
-        let mut sink = Vec::new();
-        self.word(vars, &mut sink);
+    /// How far the command's buffers are filled, to drop what is read after.
+    fn mark(&self) -> (usize, usize, usize, usize) {
+        (self.lexed.len(), self.texts.len(), self.unknowns.len(), self.tables.len())
     }
 
-    /// Reads one word (or several, when an unquoted expansion splits) into `out`.
-    fn word(&mut self, vars: &Vars, out: &mut Vec<LexWord>) {
-        self.out.clear();
+    fn reset(&mut self, (lexed, texts, unknowns, tables): (usize, usize, usize, usize)) {
+        self.lexed.truncate(lexed);
+        self.texts.truncate(texts);
+        self.unknowns.truncate(unknowns);
+        self.tables.truncate(tables);
+    }
+
+    /// Reads one word (or several, when an unquoted expansion splits) and drops it.
+    fn discard_word(&mut self, vars: &Vars) {
+        let mark = self.mark();
+        self.word(vars);
+        self.reset(mark);
+    }
+
+    /// The output of the word being read.
+    fn out(&self) -> &str {
+        &self.texts[self.w0..]
+    }
+
+    /// Reads one word (or several, when an unquoted expansion splits) into the command.
+    fn word(&mut self, vars: &Vars) {
+        self.w0 = self.texts.len();
         self.runs.clear();
         self.abs.clear();
         self.unknown.clear();
@@ -442,7 +559,7 @@ impl<'a> Lexer<'a> {
             match b {
                 b' ' | b'\t' | b'\n' | b'\r' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')' => {
                     // `$(` is handled inside; a bare `(` after `=` starts an array: keep it literal.
-                    if b == b'(' && eq.is_some() && self.out.len() == eq.unwrap_or(0) + 1 {
+                    if b == b'(' && eq.is_some() && self.out().len() == eq.unwrap_or(0) + 1 {
                         self.skip_balanced(b'(', b')');
                         let raw = self.text[raw_start..self.pos].to_owned();
                         self.unknown.push(raw);
@@ -492,8 +609,8 @@ impl<'a> Lexer<'a> {
                         self.dollar(vars, true);
                     }
                 }
-                b'=' if eq.is_none() && name_ok && !self.out.is_empty() => {
-                    eq = Some(self.out.len());
+                b'=' if eq.is_none() && name_ok && self.texts.len() > self.w0 => {
+                    eq = Some(self.texts.len() - self.w0);
                     self.push_char();
                 }
                 _ if b >= 0x80 => {
@@ -511,24 +628,24 @@ impl<'a> Lexer<'a> {
                     }
                     if eq.is_none() && name_ok {
                         let run = &self.s[start..k];
-                        let first = if self.out.is_empty() { NAME_START } else { NAME };
+                        let first = if self.texts.len() == self.w0 { NAME_START } else { NAME };
                         name_ok = CLASS[run[0] as usize] & first != 0
                             && run[1..].iter().all(|&c| CLASS[c as usize] & NAME != 0);
                     }
-                    self.out.push_str(&self.text[start..k]);
+                    self.texts.push_str(&self.text[start..k]);
                     self.add_run(k - start, From::Text(start), false);
                     self.pos = k;
                 }
             }
         }
         let raw_end = self.pos.min(self.s.len());
-        let eq = eq.filter(|_| self.out.as_bytes().first().is_some_and(|&c| is_name_start(c)));
-        self.finish(raw_start, raw_end, eq, out);
+        let eq = eq.filter(|_| self.out().as_bytes().first().is_some_and(|&c| is_name_start(c)));
+        self.finish(raw_start, raw_end, eq);
     }
 
     /// True when an unquoted expansion produced a blank or newline, so the word splits.
     fn needs_split(&self) -> bool {
-        let bytes = self.out.as_bytes();
+        let bytes = self.out().as_bytes();
         let mut at = 0;
         for r in &self.runs {
             if r.split && bytes[at..at + r.len].iter().any(|&b| b == b' ' || b == b'\t' || b == b'\n') {
@@ -545,16 +662,14 @@ impl<'a> Lexer<'a> {
         self.table.windows(2).all(|w| w[1] == w[0] + 1)
     }
 
-    /// Builds the word(s) just read, splitting on whitespace produced by unquoted expansions.
-    fn finish(&mut self, raw_start: usize, raw_end: usize, eq: Option<usize>, out: &mut Vec<LexWord>) {
-        // The scratch buffers keep their capacity; words get exact-size copies.
-        let unknown = std::mem::take(&mut self.unknown);
+    /// Records the word(s) just read, splitting on whitespace produced by unquoted expansions.
+    fn finish(&mut self, raw_start: usize, raw_end: usize, eq: Option<usize>) {
+        let w0 = self.w0;
         if eq.is_some() || !self.needs_split() {
-            if self.out.is_empty() && !self.quoted_any && unknown.is_empty() {
+            if self.texts.len() == w0 && !self.quoted_any && self.unknown.is_empty() {
                 return;
             }
-            let text = self.out.clone();
-            let keep_map = eq.is_some() || text.bytes().any(|b| b.is_ascii_whitespace());
+            let keep_map = eq.is_some() || self.out().bytes().any(|b| b.is_ascii_whitespace());
             let (mut start, mut end) = (
                 self.map.at(raw_start),
                 if raw_end > raw_start { self.map.at(raw_end - 1) + 1 } else { self.map.at(raw_start) },
@@ -571,30 +686,27 @@ impl<'a> Lexer<'a> {
                     }
                 }
             }
-            if keep_map {
+            let map = keep_map.then(|| {
                 self.materialize();
-            }
-            let word = Word {
-                text,
-                file: self.file,
-                start,
-                end,
-                unknown,
-                map: keep_map.then(|| SrcMap::Table(self.table.clone())),
-                embed: Embed::Shell { nested },
-            };
-            let table = if eq.is_some() { self.table.clone() } else { Vec::new() };
-            out.push(LexWord { word, eq, table });
+                let m0 = self.tables.len();
+                self.tables.extend_from_slice(&self.table);
+                m0..self.tables.len()
+            });
+            let u0 = self.unknowns.len();
+            self.unknowns.append(&mut self.unknown);
+            let unknown = u0..self.unknowns.len();
+            let text = w0..self.texts.len();
+            self.lexed.push(Lexed { text, start, end, unknown, map, eq, nested });
             return;
         }
         self.materialize();
-        let mut split = Vec::with_capacity(self.out.len());
+        let mut split = Vec::with_capacity(self.texts.len() - w0);
         for r in &self.runs {
             split.extend(std::iter::repeat_n(r.split, r.len));
         }
-        let (text, table) = (&self.out, &self.table);
-        let bytes = text.as_bytes();
+        let unknown = std::mem::take(&mut self.unknown);
         let mut i = 0;
+        let bytes = &self.texts.as_bytes()[w0..];
         while i < bytes.len() {
             while i < bytes.len() && split[i] && bytes[i].is_ascii_whitespace() {
                 i += 1;
@@ -606,21 +718,24 @@ impl<'a> Lexer<'a> {
             if start == i {
                 continue;
             }
-            let piece = &text[start..i];
-            let t = &table[start..i];
-            let keep_map = piece.bytes().any(|b| b.is_ascii_whitespace());
-            out.push(LexWord {
-                word: Word {
-                    text: piece.to_owned(),
-                    file: self.file,
-                    start: t[0],
-                    end: t[t.len() - 1] + 1,
-                    unknown: unknown.iter().filter(|u| piece.contains(u.as_str())).cloned().collect(),
-                    map: keep_map.then(|| SrcMap::Table(t.to_vec())),
-                    embed: Embed::Shell { nested: true },
-                },
+            let text = w0 + start..w0 + i;
+            let piece = &self.texts[text.clone()];
+            let t = &self.table[start..i];
+            let u0 = self.unknowns.len();
+            self.unknowns.extend(unknown.iter().filter(|u| piece.contains(u.as_str())).cloned());
+            let map = piece.bytes().any(|b| b.is_ascii_whitespace()).then(|| {
+                let m0 = self.tables.len();
+                self.tables.extend_from_slice(t);
+                m0..self.tables.len()
+            });
+            self.lexed.push(Lexed {
+                text,
+                start: t[0],
+                end: t[t.len() - 1] + 1,
+                unknown: u0..self.unknowns.len(),
+                map,
                 eq: None,
-                table: Vec::new(),
+                nested: true,
             });
         }
     }
@@ -788,7 +903,7 @@ impl<'a> Lexer<'a> {
         let end = end.min(self.s.len());
         let text = self.text;
         let raw = &text[start..end];
-        self.out.push_str(raw);
+        self.texts.push_str(raw);
         if raw.is_ascii() {
             self.add_run(raw.len(), From::Text(start), false);
         } else {
@@ -828,7 +943,7 @@ impl<'a> Lexer<'a> {
         };
         match value {
             Some((text, map)) => {
-                self.out.push_str(text);
+                self.texts.push_str(text);
                 match map.filter(|m| m.len() == text.len()) {
                     Some(m) => {
                         let q = self.abs.len();
