@@ -75,6 +75,10 @@ fn basename(w: &str) -> &str {
 
 /// True for `python`, `python3`, `python3.12`, `/usr/bin/python3`...
 pub fn is_python(w: &str) -> bool {
+    // Most words end otherwise: skip the search for `/` for them.
+    if !w.as_bytes().last().is_some_and(|&c| c.is_ascii_digit() || matches!(c, b'.' | b'n' | b'y')) {
+        return false;
+    }
     let b = basename(w);
     let rest = b.strip_prefix("python").or_else(|| b.strip_prefix("pypy"));
     rest.is_some_and(|r| r.bytes().all(|c| c.is_ascii_digit() || c == b'.'))
@@ -105,16 +109,18 @@ pub fn find_launch(words: &[Word]) -> Option<(Program, usize, usize, String)> {
                         None
                     };
                     if let Some(p) = program {
-                        return Some((p, i, j + 2, format!("{} -m {}", basename(t), m.text)));
+                        return Some((p, i, j + 2, [basename(t), " -m ", &m.text].concat()));
                     }
                 }
             }
         }
-        let next = words.get(i + 1).map(|w| w.text.as_str());
-        match (basename(t), next) {
-            ("sglang", Some("serve")) => return Some((Program::Server, i, i + 2, "sglang serve".into())),
-            ("smg" | "amg" | "sglang-router", Some("launch")) => {
-                return Some((Program::Router, i, i + 2, format!("{} launch", basename(t))))
+        // The next word first: it rules out most words without looking for a `/`.
+        match words.get(i + 1).map(|w| w.text.as_str()) {
+            Some("serve") if basename(t) == "sglang" => {
+                return Some((Program::Server, i, i + 2, "sglang serve".into()))
+            }
+            Some("launch") if matches!(basename(t), "smg" | "amg" | "sglang-router") => {
+                return Some((Program::Router, i, i + 2, [basename(t), " launch"].concat()))
             }
             _ => {}
         }
@@ -130,7 +136,13 @@ const ENDERS: &[&str] = &["fi", "done", "esac", "}", "in"];
 /// True for a word that can belong to a launch (or hold one): commands without such a word are
 /// skipped without copying them.
 fn might_launch(w: &str) -> bool {
-    w.contains("sglang") || matches!(basename(w), "smg" | "amg")
+    has_sglang(w) || (w.ends_with("mg") && matches!(basename(w), "smg" | "amg"))
+}
+
+/// `s.contains("sglang")`, without building a substring searcher for each (short) word.
+fn has_sglang(s: &str) -> bool {
+    let b = s.as_bytes();
+    memchr::memchr_iter(b's', b).any(|i| b[i..].starts_with(b"sglang"))
 }
 
 /// Scans shell text for launches. `map` places the text in file `file`; `vars` carries the
@@ -210,7 +222,7 @@ pub fn scan_shell(
                 SrcMap::Offset(o) => SrcMap::Offset(o + s),
                 SrcMap::Table(t) => SrcMap::Table(t.get(s..e).map(<[usize]>::to_vec).unwrap_or_default()),
             };
-            if body.contains("sglang") {
+            if has_sglang(body) {
                 let mut inner = vars.clone();
                 scan_shell(body, &body_map, file, nested, &mut inner, around, out, depth + 1);
             }
@@ -279,7 +291,7 @@ pub(super) fn scan_command(
     }
     for w in words.iter() {
         if let Some(map) = &w.map {
-            if w.text.contains("sglang") && w.text.bytes().any(|b| b.is_ascii_whitespace()) {
+            if has_sglang(&w.text) && w.text.bytes().any(|b| b.is_ascii_whitespace()) {
                 let mut inner = vars.clone();
                 let mut around = around.clone();
                 around.env.extend(env.iter().cloned());

@@ -142,6 +142,11 @@ pub struct Lexer<'a> {
     table: Vec<usize>,
     unknown: Vec<String>,
     quoted_any: bool,
+    /// False while the word's output is plain text without whitespace, so it needs no source
+    /// table.
+    maybe_blank: bool,
+    /// Some of the word's output came from an unquoted expansion.
+    any_split: bool,
 }
 
 /// Byte classes for the word loop, one table lookup per byte.
@@ -150,6 +155,10 @@ const NAME: u8 = 2;
 const NAME_START: u8 = 4;
 /// Ends a run of double-quoted text.
 const DQ_SPECIAL: u8 = 8;
+/// ASCII whitespace (`u8::is_ascii_whitespace`).
+const BLANK: u8 = 16;
+/// Not a byte of a variable name.
+const NOT_NAME: u8 = 32;
 static CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut b = 0;
@@ -182,12 +191,17 @@ static CLASS: [u8; 256] = {
         }
         if c.is_ascii_alphanumeric() || c == b'_' {
             k |= NAME;
+        } else {
+            k |= NOT_NAME;
         }
         if c.is_ascii_alphabetic() || c == b'_' {
             k |= NAME_START;
         }
         if matches!(c, b'"' | b'\\' | b'$' | b'`') {
             k |= DQ_SPECIAL;
+        }
+        if c.is_ascii_whitespace() {
+            k |= BLANK;
         }
         t[b] = k;
         b += 1;
@@ -215,9 +229,10 @@ impl<'a> Lexer<'a> {
             pending: Vec::new(),
             heredocs: Vec::new(),
             cmd_heredocs: Vec::new(),
-            texts: String::new(),
+            // Room for a long command, so the buffers rarely grow.
+            texts: String::with_capacity(text.len().min(1024)),
             w0: 0,
-            lexed: Vec::new(),
+            lexed: Vec::with_capacity(32),
             unknowns: Vec::new(),
             tables: Vec::new(),
             runs: Vec::new(),
@@ -225,6 +240,8 @@ impl<'a> Lexer<'a> {
             table: Vec::new(),
             unknown: Vec::new(),
             quoted_any: false,
+            maybe_blank: false,
+            any_split: false,
         }
     }
 
@@ -274,9 +291,7 @@ impl<'a> Lexer<'a> {
             };
             match b {
                 b'#' => {
-                    while self.peek(0).is_some_and(|c| c != b'\n') {
-                        self.pos += 1;
-                    }
+                    self.pos = memchr::memchr(b'\n', &self.s[self.pos..]).map_or(self.s.len(), |k| self.pos + k);
                 }
                 b'\n' => {
                     self.pos += 1;
@@ -442,6 +457,8 @@ impl<'a> Lexer<'a> {
         if len == 0 {
             return;
         }
+        self.maybe_blank = true;
+        self.any_split |= split;
         if let (Some(last), From::Text(p)) = (self.runs.last_mut(), from) {
             // Text read straight on (a word's plain bytes, then a quoted part) is one run.
             if let From::Text(q) = last.from {
@@ -552,6 +569,8 @@ impl<'a> Lexer<'a> {
         self.abs.clear();
         self.unknown.clear();
         self.quoted_any = false;
+        self.maybe_blank = false;
+        self.any_split = false;
         let raw_start = self.pos;
         let mut eq: Option<usize> = None;
         let mut name_ok = true;
@@ -622,18 +641,27 @@ impl<'a> Lexer<'a> {
                 _ => {
                     // A run of plain ASCII bytes, copied at once.
                     let start = self.pos;
-                    let mut k = start + 1;
-                    while k < self.s.len() && CLASS[self.s[k] as usize] & PLAIN != 0 {
-                        k += 1;
+                    // One pass gathers the classes of the run's bytes, for the checks below.
+                    let mut classes = CLASS[b as usize];
+                    let mut n = 0;
+                    for &c in &self.s[start + 1..] {
+                        let class = CLASS[c as usize];
+                        if class & PLAIN == 0 {
+                            break;
+                        }
+                        classes |= class;
+                        n += 1;
                     }
+                    let k = start + 1 + n;
                     if eq.is_none() && name_ok {
-                        let run = &self.s[start..k];
                         let first = if self.texts.len() == self.w0 { NAME_START } else { NAME };
-                        name_ok = CLASS[run[0] as usize] & first != 0
-                            && run[1..].iter().all(|&c| CLASS[c as usize] & NAME != 0);
+                        name_ok = CLASS[b as usize] & first != 0 && classes & NOT_NAME == 0;
                     }
                     self.texts.push_str(&self.text[start..k]);
+                    let maybe_blank = self.maybe_blank;
                     self.add_run(k - start, From::Text(start), false);
+                    // Plain bytes hold whitespace only as a form feed.
+                    self.maybe_blank = maybe_blank || classes & BLANK != 0;
                     self.pos = k;
                 }
             }
@@ -665,11 +693,11 @@ impl<'a> Lexer<'a> {
     /// Records the word(s) just read, splitting on whitespace produced by unquoted expansions.
     fn finish(&mut self, raw_start: usize, raw_end: usize, eq: Option<usize>) {
         let w0 = self.w0;
-        if eq.is_some() || !self.needs_split() {
+        if eq.is_some() || !self.any_split || !self.needs_split() {
             if self.texts.len() == w0 && !self.quoted_any && self.unknown.is_empty() {
                 return;
             }
-            let keep_map = eq.is_some() || self.out().bytes().any(|b| b.is_ascii_whitespace());
+            let keep_map = eq.is_some() || self.maybe_blank && self.out().bytes().any(|b| b.is_ascii_whitespace());
             let (mut start, mut end) = (
                 self.map.at(raw_start),
                 if raw_end > raw_start { self.map.at(raw_end - 1) + 1 } else { self.map.at(raw_start) },
@@ -693,36 +721,44 @@ impl<'a> Lexer<'a> {
                 m0..self.tables.len()
             });
             let u0 = self.unknowns.len();
-            self.unknowns.append(&mut self.unknown);
+            if !self.unknown.is_empty() {
+                self.unknowns.append(&mut self.unknown);
+            }
             let unknown = u0..self.unknowns.len();
             let text = w0..self.texts.len();
             self.lexed.push(Lexed { text, start, end, unknown, map, eq, nested });
             return;
         }
         self.materialize();
-        let mut split = Vec::with_capacity(self.texts.len() - w0);
+        // The pieces lie between the blanks that unquoted expansions produced.
+        let mut pieces = Vec::new();
+        let (mut at, mut piece) = (0, 0);
+        let bytes = &self.texts.as_bytes()[w0..];
         for r in &self.runs {
-            split.extend(std::iter::repeat_n(r.split, r.len));
+            if r.split {
+                for (k, &b) in bytes[at..at + r.len].iter().enumerate() {
+                    if CLASS[b as usize] & BLANK != 0 {
+                        if at + k > piece {
+                            pieces.push(piece..at + k);
+                        }
+                        piece = at + k + 1;
+                    }
+                }
+            }
+            at += r.len;
+        }
+        if bytes.len() > piece {
+            pieces.push(piece..bytes.len());
         }
         let unknown = std::mem::take(&mut self.unknown);
-        let mut i = 0;
-        let bytes = &self.texts.as_bytes()[w0..];
-        while i < bytes.len() {
-            while i < bytes.len() && split[i] && bytes[i].is_ascii_whitespace() {
-                i += 1;
-            }
-            let start = i;
-            while i < bytes.len() && !(split[i] && bytes[i].is_ascii_whitespace()) {
-                i += 1;
-            }
-            if start == i {
-                continue;
-            }
-            let text = w0 + start..w0 + i;
+        for Range { start, end } in pieces {
+            let text = w0 + start..w0 + end;
             let piece = &self.texts[text.clone()];
-            let t = &self.table[start..i];
+            let t = &self.table[start..end];
             let u0 = self.unknowns.len();
-            self.unknowns.extend(unknown.iter().filter(|u| piece.contains(u.as_str())).cloned());
+            if !unknown.is_empty() {
+                self.unknowns.extend(unknown.iter().filter(|u| piece.contains(u.as_str())).cloned());
+            }
             let map = piece.bytes().any(|b| b.is_ascii_whitespace()).then(|| {
                 let m0 = self.tables.len();
                 self.tables.extend_from_slice(t);
