@@ -142,7 +142,10 @@ fn might_launch(w: &str) -> bool {
 /// `s.contains("sglang")`, without building a substring searcher for each (short) word.
 fn has_sglang(s: &str) -> bool {
     let b = s.as_bytes();
-    memchr::memchr_iter(b's', b).any(|i| b[i..].starts_with(b"sglang"))
+    if b.len() > 64 {
+        return memchr::memmem::find(b, b"sglang").is_some();
+    }
+    (0..b.len().saturating_sub(5)).any(|i| b[i] == b's' && &b[i + 1..i + 6] == b"glang")
 }
 
 /// Scans shell text for launches. `map` places the text in file `file`; `vars` carries the

@@ -147,6 +147,8 @@ pub struct Lexer<'a> {
     maybe_blank: bool,
     /// Some of the word's output came from an unquoted expansion.
     any_split: bool,
+    /// Scratch for the pieces of a split word.
+    pieces: Vec<Range<usize>>,
 }
 
 /// Byte classes for the word loop, one table lookup per byte.
@@ -159,6 +161,8 @@ const DQ_SPECIAL: u8 = 8;
 const BLANK: u8 = 16;
 /// Not a byte of a variable name.
 const NOT_NAME: u8 = 32;
+/// A blank between words: space, tab or carriage return.
+const SKIP: u8 = 64;
 static CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut b = 0;
@@ -203,6 +207,9 @@ static CLASS: [u8; 256] = {
         if c.is_ascii_whitespace() {
             k |= BLANK;
         }
+        if matches!(c, b' ' | b'\t' | b'\r') {
+            k |= SKIP;
+        }
         t[b] = k;
         b += 1;
     }
@@ -242,6 +249,7 @@ impl<'a> Lexer<'a> {
             quoted_any: false,
             maybe_blank: false,
             any_split: false,
+            pieces: Vec::new(),
         }
     }
 
@@ -275,7 +283,7 @@ impl<'a> Lexer<'a> {
         loop {
             // Blanks and line continuations.
             while let Some(b) = self.peek(0) {
-                if b == b' ' || b == b'\t' || b == b'\r' {
+                if CLASS[b as usize] & SKIP != 0 {
                     self.pos += 1;
                 } else if b == b'\\' && self.peek(1) == Some(b'\n') {
                     self.pos += 2;
@@ -731,7 +739,8 @@ impl<'a> Lexer<'a> {
         }
         self.materialize();
         // The pieces lie between the blanks that unquoted expansions produced.
-        let mut pieces = Vec::new();
+        let mut pieces = std::mem::take(&mut self.pieces);
+        pieces.clear();
         let (mut at, mut piece) = (0, 0);
         let bytes = &self.texts.as_bytes()[w0..];
         for r in &self.runs {
@@ -751,7 +760,7 @@ impl<'a> Lexer<'a> {
             pieces.push(piece..bytes.len());
         }
         let unknown = std::mem::take(&mut self.unknown);
-        for Range { start, end } in pieces {
+        for &Range { start, end } in &pieces {
             let text = w0 + start..w0 + end;
             let piece = &self.texts[text.clone()];
             let t = &self.table[start..end];
@@ -774,6 +783,7 @@ impl<'a> Lexer<'a> {
                 nested: true,
             });
         }
+        self.pieces = pieces;
     }
 
     fn double_quoted(&mut self, vars: &Vars) {
