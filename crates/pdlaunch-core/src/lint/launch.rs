@@ -70,7 +70,8 @@ pub const DYNAMO_WORKER: &str = "dynamo.sglang";
 const ROUTER_MODULES: &[&str] = &["sglang_router.launch_router"];
 
 fn basename(w: &str) -> &str {
-    w.rsplit('/').next().unwrap_or(w)
+    // A plain backward loop: words are short, a searcher's setup costs more than it saves.
+    w.bytes().rposition(|b| b == b'/').map_or(w, |i| &w[i + 1..])
 }
 
 /// True for `python`, `python3`, `python3.12`, `/usr/bin/python3`...
@@ -260,7 +261,8 @@ pub(super) fn scan_command(
         // `VAR=x` words between a wrapper (`env`, `srun --export=...`) and the program.
         let mut env = env.to_vec();
         for w in &words[..i] {
-            if let Some((k, v)) = w.text.split_once('=') {
+            let eq = w.text.bytes().position(|b| b == b'=');
+            if let Some((k, v)) = eq.map(|i| (&w.text[..i], &w.text[i + 1..])) {
                 let valid = k.bytes().next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
                     && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
                 if valid && !w.is_symbolic() && !env.iter().any(|(x, y)| x == k && y == v) {
