@@ -135,16 +135,22 @@ const KEYWORDS: &[&str] = &["then", "do", "else", "elif", "if", "while", "until"
 const ENDERS: &[&str] = &["fi", "done", "esac", "}", "in"];
 
 /// True for a word that can belong to a launch (or hold one): commands without such a word are
-/// skipped without copying them.
-fn might_launch(w: &str) -> bool {
-    has_sglang(w) || (w.ends_with("mg") && matches!(basename(w), "smg" | "amg"))
+/// skipped without copying them. `sglang` says whether the command holds "sglang" at all.
+fn might_launch(w: &str, sglang: bool) -> bool {
+    (sglang && has_sglang(w)) || (w.ends_with("mg") && matches!(basename(w), "smg" | "amg"))
+}
+
+/// A searcher for "sglang", built once.
+fn sglang_finder() -> &'static memchr::memmem::Finder<'static> {
+    static FINDER: std::sync::OnceLock<memchr::memmem::Finder<'static>> = std::sync::OnceLock::new();
+    FINDER.get_or_init(|| memchr::memmem::Finder::new(b"sglang"))
 }
 
 /// `s.contains("sglang")`, without building a substring searcher for each (short) word.
 fn has_sglang(s: &str) -> bool {
     let b = s.as_bytes();
     if b.len() > 64 {
-        return memchr::memmem::find(b, b"sglang").is_some();
+        return sglang_finder().find(b).is_some();
     }
     (0..b.len().saturating_sub(5)).any(|i| b[i] == b's' && &b[i + 1..i + 6] == b"glang")
 }
@@ -171,11 +177,14 @@ pub fn scan_shell(
     while lx.read_command(vars) {
         let n = lx.len();
         let mut first = 0;
-        while first < n && KEYWORDS.contains(&lx.text(first)) && lx.eq(first).is_none() {
+        // All keywords and enders are short: longer words skip the comparisons.
+        while first < n && lx.text(first).len() <= 5 && KEYWORDS.contains(&lx.text(first)) && lx.eq(first).is_none() {
             first += 1;
         }
         // A compound command's end, and `for x in ...` and `case x in`, read no commands of ours.
-        let skip = first < n && (ENDERS.contains(&lx.text(first)) || matches!(lx.text(first), "for" | "case"));
+        let skip = first < n
+            && lx.text(first).len() <= 4
+            && (ENDERS.contains(&lx.text(first)) || matches!(lx.text(first), "for" | "case"));
         let words = first..if skip { first } else { n };
         let n_assign = words.clone().take_while(|&i| lx.eq(i).is_some()).count();
         let assign = |vars: &mut Vars, lx: &Lexer<'_>, i: usize, export: bool| {
@@ -206,7 +215,11 @@ pub fn scan_shell(
                         vars.export(lx.text(i));
                     }
                 }
-            } else if words.clone().any(|i| might_launch(lx.text(i))) {
+            } else if {
+                // One search over the whole command spares one per word for most commands.
+                let sglang = sglang_finder().find(lx.command_text().as_bytes()).is_some();
+                words.clone().any(|i| might_launch(lx.text(i), sglang))
+            } {
                 let mut env: Vec<(String, String)> = around.env.clone();
                 env.extend(vars.env());
                 for i in words.start..head {

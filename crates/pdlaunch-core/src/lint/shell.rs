@@ -163,6 +163,8 @@ const BLANK: u8 = 16;
 const NOT_NAME: u8 = 32;
 /// A blank between words: space, tab or carriage return.
 const SKIP: u8 = 64;
+/// Ends an unquoted word.
+const ENDS_WORD: u8 = 128;
 static CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut b = 0;
@@ -209,6 +211,9 @@ static CLASS: [u8; 256] = {
         }
         if matches!(c, b' ' | b'\t' | b'\r') {
             k |= SKIP;
+        }
+        if matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')') {
+            k |= ENDS_WORD;
         }
         t[b] = k;
         b += 1;
@@ -325,9 +330,39 @@ impl<'a> Lexer<'a> {
                     }
                     self.redirection(vars);
                 }
-                _ => self.word(vars),
+                _ => {
+                    if !self.plain_word() {
+                        self.word(vars);
+                    }
+                }
             }
         }
+    }
+
+    /// Reads a word made only of plain bytes (most words: no quote, expansion, `=` or escape),
+    /// without [`Self::word`]'s bookkeeping; false, reading nothing, for any other word.
+    fn plain_word(&mut self) -> bool {
+        let start = self.pos;
+        let rest = &self.s[start..];
+        // A form feed is plain but whitespace: such words take the general path.
+        let n = rest.iter().position(|&c| CLASS[c as usize] & (PLAIN | BLANK) != PLAIN).unwrap_or(rest.len());
+        if n == 0 || rest.get(n).is_some_and(|&c| CLASS[c as usize] & ENDS_WORD == 0) {
+            return false;
+        }
+        let end = start + n;
+        let t0 = self.texts.len();
+        self.texts.push_str(&self.text[start..end]);
+        self.lexed.push(Lexed {
+            text: t0..self.texts.len(),
+            start: self.map.at(start),
+            end: self.map.at(end - 1) + 1,
+            unknown: self.unknowns.len()..self.unknowns.len(),
+            map: None,
+            eq: None,
+            nested: self.nested,
+        });
+        self.pos = end;
+        true
     }
 
     /// The number of words of the command read last.
@@ -343,6 +378,12 @@ impl<'a> Lexer<'a> {
     /// The text of word `i` of the command read last.
     pub fn text(&self, i: usize) -> &str {
         &self.texts[self.lexed[i].text.clone()]
+    }
+
+    /// The texts of all words of the command read last, one after another (with the blanks
+    /// of split words): every word's text is a part of it.
+    pub fn command_text(&self) -> &str {
+        &self.texts
     }
 
     /// Byte index in word `i`'s text of the `=` of `NAME=value`.
