@@ -134,8 +134,16 @@ const KEYWORDS: &[&str] = &["then", "do", "else", "elif", "if", "while", "until"
 /// Words that end a compound command.
 const ENDERS: &[&str] = &["fi", "done", "esac", "}", "in"];
 
-/// True for a word that can belong to a launch (or hold one): commands without such a word are
-/// skipped without copying them. `sglang` says whether the command holds "sglang" at all.
+/// True when one of `words` of the command just read can belong to a launch (or hold one):
+/// commands without such a word are skipped without copying them.
+fn command_might_launch(lx: &Lexer<'_>, words: std::ops::Range<usize>) -> bool {
+    // One search over the whole command spares one per word for most commands.
+    let sglang = sglang_finder().find(lx.command_text().as_bytes()).is_some();
+    words.into_iter().any(|i| might_launch(lx.text(i), sglang))
+}
+
+/// True for a word that can belong to a launch; `sglang` says whether its command holds
+/// "sglang" at all.
 fn might_launch(w: &str, sglang: bool) -> bool {
     (sglang && has_sglang(w)) || (w.ends_with("mg") && matches!(basename(w), "smg" | "amg"))
 }
@@ -215,11 +223,7 @@ pub fn scan_shell(
                         vars.export(lx.text(i));
                     }
                 }
-            } else if {
-                // One search over the whole command spares one per word for most commands.
-                let sglang = sglang_finder().find(lx.command_text().as_bytes()).is_some();
-                words.clone().any(|i| might_launch(lx.text(i), sglang))
-            } {
+            } else if command_might_launch(&lx, words.clone()) {
                 let mut env: Vec<(String, String)> = around.env.clone();
                 env.extend(vars.env());
                 for i in words.start..head {

@@ -121,9 +121,10 @@ pub struct Lexer<'a> {
     file: usize,
     nested: bool,
     pending: Vec<(String, bool)>,
-    heredocs: Vec<(usize, usize)>,
+    /// Here-document bodies read after the current line.
+    bodies: Vec<(usize, usize)>,
     /// The here-document bodies of the command read last.
-    cmd_heredocs: Vec<(usize, usize)>,
+    heredocs: Vec<(usize, usize)>,
     /// The texts of the command's words, one after another; the word being read is
     /// `texts[w0..]` (its "output").
     texts: String,
@@ -239,8 +240,8 @@ impl<'a> Lexer<'a> {
             file,
             nested,
             pending: Vec::new(),
+            bodies: Vec::new(),
             heredocs: Vec::new(),
-            cmd_heredocs: Vec::new(),
             // Room for a long command, so the buffers rarely grow.
             texts: String::with_capacity(text.len().min(1024)),
             w0: 0,
@@ -274,7 +275,7 @@ impl<'a> Lexer<'a> {
                 LexWord { word: self.take_word(i), eq, table }
             })
             .collect();
-        Some(Command { words, heredocs: std::mem::take(&mut self.cmd_heredocs) })
+        Some(Command { words, heredocs: std::mem::take(&mut self.heredocs) })
     }
 
     /// Reads the next command into the lexer, where [`Self::len`], [`Self::text`],
@@ -284,7 +285,7 @@ impl<'a> Lexer<'a> {
         self.lexed.clear();
         self.unknowns.clear();
         self.tables.clear();
-        self.cmd_heredocs.clear();
+        self.heredocs.clear();
         loop {
             // Blanks and line continuations.
             while let Some(b) = self.peek(0) {
@@ -299,8 +300,8 @@ impl<'a> Lexer<'a> {
                 }
             }
             let Some(b) = self.peek(0) else {
-                self.cmd_heredocs.append(&mut self.heredocs);
-                return !self.lexed.is_empty() || !self.cmd_heredocs.is_empty();
+                self.heredocs.append(&mut self.bodies);
+                return !self.lexed.is_empty() || !self.heredocs.is_empty();
             };
             match b {
                 b'#' => {
@@ -309,8 +310,8 @@ impl<'a> Lexer<'a> {
                 b'\n' => {
                     self.pos += 1;
                     self.read_heredoc_bodies();
-                    if !self.lexed.is_empty() || !self.heredocs.is_empty() {
-                        self.cmd_heredocs.append(&mut self.heredocs);
+                    if !self.lexed.is_empty() || !self.bodies.is_empty() {
+                        self.heredocs.append(&mut self.bodies);
                         return true;
                     }
                 }
@@ -404,7 +405,7 @@ impl<'a> Lexer<'a> {
 
     /// Here-document bodies of the command read last, as (start, end) byte ranges of the text.
     pub fn heredocs(&self) -> &[(usize, usize)] {
-        &self.cmd_heredocs
+        &self.heredocs
     }
 
     /// Word `i` of the command read last (its unknowns move out: take each word once).
@@ -481,7 +482,7 @@ impl<'a> Lexer<'a> {
             let start = self.pos;
             loop {
                 if self.pos >= self.s.len() {
-                    self.heredocs.push((start, self.s.len()));
+                    self.bodies.push((start, self.s.len()));
                     break;
                 }
                 let line_start = self.pos;
@@ -494,7 +495,7 @@ impl<'a> Lexer<'a> {
                 }
                 self.pos = (line_end + 1).min(self.s.len());
                 if line == delim {
-                    self.heredocs.push((start, line_start));
+                    self.bodies.push((start, line_start));
                     break;
                 }
             }
@@ -1144,6 +1145,28 @@ mod tests {
         let (s, e) = c.heredocs[0];
         assert_eq!(&text[s..e], "python -m a\n");
         assert_eq!(lx.next_command(&vars).unwrap().words[0].word.text, "after");
+    }
+
+    #[test]
+    fn commands_are_read_in_place() {
+        let text = "A=1 run --x 'y z' $A\nnext a\x0cb";
+        let map = SrcMap::Offset(10);
+        let mut lx = Lexer::new(text, &map, 3, false);
+        let vars = Vars::default();
+        assert!(lx.read_command(&vars));
+        assert_eq!(lx.len(), 5);
+        assert_eq!((lx.text(0), lx.eq(0), lx.table_of(0)), ("A=1", Some(1), &[10, 11, 12][..]));
+        let w = lx.take_word(2);
+        assert_eq!((w.text.as_str(), w.file, w.start, w.end, w.map), ("--x", 3, 18, 21, None));
+        let w = lx.take_word(3);
+        assert_eq!((w.text.as_str(), w.start, w.end), ("y z", 22, 27));
+        assert_eq!(w.map, Some(SrcMap::Table(vec![23, 24, 25])));
+        assert!(lx.is_symbolic(4) && lx.take_word(4).unknown == ["$A"]);
+        assert!(lx.read_command(&vars));
+        // A form feed is whitespace: the word keeps its map, like any word holding whitespace.
+        assert_eq!(lx.text(1), "a\x0cb");
+        assert!(lx.take_word(1).map.is_some());
+        assert!(!lx.read_command(&vars));
     }
 
     #[test]
