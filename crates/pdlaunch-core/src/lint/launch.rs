@@ -70,11 +70,16 @@ pub const DYNAMO_WORKER: &str = "dynamo.sglang";
 const ROUTER_MODULES: &[&str] = &["sglang_router.launch_router"];
 
 fn basename(w: &str) -> &str {
-    w.rsplit('/').next().unwrap_or(w)
+    // A plain backward loop: words are short, a searcher's setup costs more than it saves.
+    w.bytes().rposition(|b| b == b'/').map_or(w, |i| &w[i + 1..])
 }
 
 /// True for `python`, `python3`, `python3.12`, `/usr/bin/python3`...
 pub fn is_python(w: &str) -> bool {
+    // Most words end otherwise: skip the search for `/` for them.
+    if !w.as_bytes().last().is_some_and(|&c| c.is_ascii_digit() || matches!(c, b'.' | b'n' | b'y')) {
+        return false;
+    }
     let b = basename(w);
     let rest = b.strip_prefix("python").or_else(|| b.strip_prefix("pypy"));
     rest.is_some_and(|r| r.bytes().all(|c| c.is_ascii_digit() || c == b'.'))
@@ -105,16 +110,18 @@ pub fn find_launch(words: &[Word]) -> Option<(Program, usize, usize, String)> {
                         None
                     };
                     if let Some(p) = program {
-                        return Some((p, i, j + 2, format!("{} -m {}", basename(t), m.text)));
+                        return Some((p, i, j + 2, [basename(t), " -m ", &m.text].concat()));
                     }
                 }
             }
         }
-        let next = words.get(i + 1).map(|w| w.text.as_str());
-        match (basename(t), next) {
-            ("sglang", Some("serve")) => return Some((Program::Server, i, i + 2, "sglang serve".into())),
-            ("smg" | "amg" | "sglang-router", Some("launch")) => {
-                return Some((Program::Router, i, i + 2, format!("{} launch", basename(t))))
+        // The next word first: it rules out most words without looking for a `/`.
+        match words.get(i + 1).map(|w| w.text.as_str()) {
+            Some("serve") if basename(t) == "sglang" => {
+                return Some((Program::Server, i, i + 2, "sglang serve".into()))
+            }
+            Some("launch") if matches!(basename(t), "smg" | "amg" | "sglang-router") => {
+                return Some((Program::Router, i, i + 2, [basename(t), " launch"].concat()))
             }
             _ => {}
         }
@@ -127,10 +134,33 @@ const KEYWORDS: &[&str] = &["then", "do", "else", "elif", "if", "while", "until"
 /// Words that end a compound command.
 const ENDERS: &[&str] = &["fi", "done", "esac", "}", "in"];
 
-/// True for a word that can belong to a launch (or hold one): commands without such a word are
-/// skipped without copying them.
-fn might_launch(w: &str) -> bool {
-    w.contains("sglang") || matches!(basename(w), "smg" | "amg")
+/// True when one of `words` of the command just read can belong to a launch (or hold one):
+/// commands without such a word are skipped without copying them.
+fn command_might_launch(lx: &Lexer<'_>, words: std::ops::Range<usize>) -> bool {
+    // One search over the whole command spares one per word for most commands.
+    let sglang = sglang_finder().find(lx.command_text().as_bytes()).is_some();
+    words.into_iter().any(|i| might_launch(lx.text(i), sglang))
+}
+
+/// True for a word that can belong to a launch; `sglang` says whether its command holds
+/// "sglang" at all.
+fn might_launch(w: &str, sglang: bool) -> bool {
+    (sglang && has_sglang(w)) || (w.ends_with("mg") && matches!(basename(w), "smg" | "amg"))
+}
+
+/// A searcher for "sglang", built once.
+fn sglang_finder() -> &'static memchr::memmem::Finder<'static> {
+    static FINDER: std::sync::OnceLock<memchr::memmem::Finder<'static>> = std::sync::OnceLock::new();
+    FINDER.get_or_init(|| memchr::memmem::Finder::new(b"sglang"))
+}
+
+/// `s.contains("sglang")`, without building a substring searcher for each (short) word.
+fn has_sglang(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.len() > 64 {
+        return sglang_finder().find(b).is_some();
+    }
+    (0..b.len().saturating_sub(5)).any(|i| b[i] == b's' && &b[i + 1..i + 6] == b"glang")
 }
 
 /// Scans shell text for launches. `map` places the text in file `file`; `vars` carries the
@@ -150,65 +180,70 @@ pub fn scan_shell(
         return;
     }
     let mut lx = Lexer::new(text, map, file, nested);
-    while let Some(cmd) = lx.next_command(vars) {
-        let mut words: Vec<_> = cmd.words;
-        while words.first().is_some_and(|w| KEYWORDS.contains(&w.word.text.as_str()) && w.eq.is_none()) {
-            words.remove(0);
+    // The words are read where the lexer holds them; only a command that may start a launch is
+    // copied out.
+    while lx.read_command(vars) {
+        let n = lx.len();
+        let mut first = 0;
+        // All keywords and enders are short: longer words skip the comparisons.
+        while first < n && lx.text(first).len() <= 5 && KEYWORDS.contains(&lx.text(first)) && lx.eq(first).is_none() {
+            first += 1;
         }
-        if words.first().is_some_and(|w| ENDERS.contains(&w.word.text.as_str())) {
-            words.clear();
-        }
-        // `for x in ...` and `case x in` read no commands of ours.
-        if words.first().is_some_and(|w| w.word.text == "for" || w.word.text == "case") {
-            words.clear();
-        }
-        let n_assign = words.iter().take_while(|w| w.eq.is_some()).count();
-        let assign = |vars: &mut Vars, w: &super::shell::LexWord, export: bool| {
-            let eq = w.eq.expect("assignment");
-            let name = &w.word.text[..eq];
-            let value = if w.word.is_symbolic() { None } else { Some(w.word.text[eq + 1..].to_owned()) };
-            let map = w.table.get(eq + 1..).map(<[usize]>::to_vec).unwrap_or_default();
+        // A compound command's end, and `for x in ...` and `case x in`, read no commands of ours.
+        let skip = first < n
+            && lx.text(first).len() <= 4
+            && (ENDERS.contains(&lx.text(first)) || matches!(lx.text(first), "for" | "case"));
+        let words = first..if skip { first } else { n };
+        let n_assign = words.clone().take_while(|&i| lx.eq(i).is_some()).count();
+        let assign = |vars: &mut Vars, lx: &Lexer<'_>, i: usize, export: bool| {
+            let eq = lx.eq(i).expect("assignment");
+            let text = lx.text(i);
+            let name = &text[..eq];
+            let value = if lx.is_symbolic(i) { None } else { Some(text[eq + 1..].to_owned()) };
+            let map = lx.table_of(i).get(eq + 1..).map(<[usize]>::to_vec).unwrap_or_default();
             vars.set(name, VarValue { text: value, map });
             if export {
                 vars.export(name);
             }
         };
         if n_assign > 0 && n_assign == words.len() {
-            for w in &words {
-                assign(vars, w, false);
+            for i in words {
+                assign(vars, &lx, i, false);
             }
-        } else if let Some(first) = words.get(n_assign) {
-            let name = first.word.text.as_str();
+        } else if n_assign < words.len() {
+            let head = words.start + n_assign;
+            let name = lx.text(head);
             if matches!(name, "export" | "declare" | "typeset" | "local" | "readonly") {
                 let export =
-                    name == "export" || words.iter().any(|w| w.word.text.starts_with('-') && w.word.text.contains('x'));
-                for w in &words[n_assign + 1..] {
-                    if w.eq.is_some() {
-                        assign(vars, w, export);
-                    } else if export && !w.word.text.starts_with('-') {
-                        vars.export(&w.word.text);
+                    name == "export" || words.clone().any(|i| lx.text(i).starts_with('-') && lx.text(i).contains('x'));
+                for i in head + 1..words.end {
+                    if lx.eq(i).is_some() {
+                        assign(vars, &lx, i, export);
+                    } else if export && !lx.text(i).starts_with('-') {
+                        vars.export(lx.text(i));
                     }
                 }
-            } else if words.iter().any(|w| might_launch(&w.word.text)) {
+            } else if command_might_launch(&lx, words.clone()) {
                 let mut env: Vec<(String, String)> = around.env.clone();
                 env.extend(vars.env());
-                for w in &words[..n_assign] {
-                    let eq = w.eq.expect("assignment");
-                    if !w.word.is_symbolic() {
-                        env.push((w.word.text[..eq].to_owned(), w.word.text[eq + 1..].to_owned()));
+                for i in words.start..head {
+                    let eq = lx.eq(i).expect("assignment");
+                    if !lx.is_symbolic(i) {
+                        let text = lx.text(i);
+                        env.push((text[..eq].to_owned(), text[eq + 1..].to_owned()));
                     }
                 }
-                let plain: Vec<Word> = std::mem::take(&mut words).into_iter().map(|w| w.word).collect();
+                let plain: Vec<Word> = words.map(|i| lx.take_word(i)).collect();
                 scan_command(Cow::Owned(plain), &env, vars, around, out, depth);
             }
         }
-        for (s, e) in cmd.heredocs {
+        for &(s, e) in lx.heredocs() {
             let Some(body) = text.get(s..e) else { continue };
             let body_map = match map {
                 SrcMap::Offset(o) => SrcMap::Offset(o + s),
                 SrcMap::Table(t) => SrcMap::Table(t.get(s..e).map(<[usize]>::to_vec).unwrap_or_default()),
             };
-            if body.contains("sglang") {
+            if has_sglang(body) {
                 let mut inner = vars.clone();
                 scan_shell(body, &body_map, file, nested, &mut inner, around, out, depth + 1);
             }
@@ -243,7 +278,8 @@ pub(super) fn scan_command(
         // `VAR=x` words between a wrapper (`env`, `srun --export=...`) and the program.
         let mut env = env.to_vec();
         for w in &words[..i] {
-            if let Some((k, v)) = w.text.split_once('=') {
+            let eq = w.text.bytes().position(|b| b == b'=');
+            if let Some((k, v)) = eq.map(|i| (&w.text[..i], &w.text[i + 1..])) {
                 let valid = k.bytes().next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
                     && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
                 if valid && !w.is_symbolic() && !env.iter().any(|(x, y)| x == k && y == v) {
@@ -277,7 +313,7 @@ pub(super) fn scan_command(
     }
     for w in words.iter() {
         if let Some(map) = &w.map {
-            if w.text.contains("sglang") && w.text.bytes().any(|b| b.is_ascii_whitespace()) {
+            if has_sglang(&w.text) && w.text.bytes().any(|b| b.is_ascii_whitespace()) {
                 let mut inner = vars.clone();
                 let mut around = around.clone();
                 around.env.extend(env.iter().cloned());

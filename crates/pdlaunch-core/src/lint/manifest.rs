@@ -200,8 +200,8 @@ fn container(m: &Map, node: &Node, file: usize, dialect: Dialect, around: &Surro
                 // A string command: split like a shell (compose does the same with shlex).
                 let mut lx = Lexer::new(&sc.text, &sc.map, file, true);
                 let vars = Vars::default();
-                while let Some(cmd) = lx.next_command(&vars) {
-                    words.extend(cmd.words.into_iter().map(|w| w.word));
+                while lx.read_command(&vars) {
+                    words.extend((0..lx.len()).map(|i| lx.take_word(i)));
                 }
             }
             _ => {}

@@ -7,8 +7,11 @@
 //!
 //! Every output byte keeps its source offset, so words inside `bash -c "…"` strings, inside YAML
 //! scalars or inside variable values still point at the file, line and column they came from.
+//! While a word is read its offsets are kept as runs (a stretch of output bytes and where the
+//! stretch came from); the per-byte table is written out only for the few words that need it
+//! (assignments, words holding whitespace, words split by an expansion).
 
-use std::collections::HashMap;
+use std::ops::Range;
 
 use super::source::{Embed, SrcMap, Word};
 
@@ -24,7 +27,9 @@ pub struct VarValue {
 /// Shell variables the script has assigned so far, and the exported ones.
 #[derive(Clone, Debug, Default)]
 pub struct Vars {
-    values: HashMap<String, VarValue>,
+    /// In first-assignment order. Scripts set a handful of variables, so a linear search beats
+    /// hashing every name looked up.
+    values: Vec<(String, VarValue)>,
     /// Names exported to child processes, in assignment order.
     pub exported: Vec<String>,
 }
@@ -32,11 +37,14 @@ pub struct Vars {
 impl Vars {
     /// Sets `name`.
     pub fn set(&mut self, name: &str, value: VarValue) {
-        self.values.insert(name.to_owned(), value);
+        match self.values.iter_mut().find(|(n, _)| n == name) {
+            Some((_, v)) => *v = value,
+            None => self.values.push((name.to_owned(), value)),
+        }
     }
     /// The value of `name`: `None` when never set; `Some(None)` when set to an unknown value.
     pub fn get(&self, name: &str) -> Option<&VarValue> {
-        self.values.get(name)
+        self.values.iter().find(|(n, _)| n == name).map(|(_, v)| v)
     }
     /// Marks `name` exported.
     pub fn export(&mut self, name: &str) {
@@ -46,10 +54,7 @@ impl Vars {
     }
     /// The exported variables with known values.
     pub fn env(&self) -> Vec<(String, String)> {
-        self.exported
-            .iter()
-            .filter_map(|n| self.values.get(n).and_then(|v| v.text.clone()).map(|t| (n.clone(), t)))
-            .collect()
+        self.exported.iter().filter_map(|n| self.get(n).and_then(|v| v.text.clone()).map(|t| (n.clone(), t))).collect()
     }
 }
 
@@ -60,7 +65,8 @@ pub struct LexWord {
     pub word: Word,
     /// Byte index in `word.text` of the `=` of `NAME=value`.
     pub eq: Option<usize>,
-    /// Source offsets of every byte of `word.text`.
+    /// Source offsets of every byte of `word.text` when the word is an assignment (`eq` is set);
+    /// empty otherwise.
     pub table: Vec<usize>,
 }
 
@@ -73,6 +79,38 @@ pub struct Command {
     pub heredocs: Vec<(usize, usize)>,
 }
 
+/// A word of the command being read, its text and tables held in the lexer's buffers.
+#[derive(Clone, Debug)]
+struct Lexed {
+    text: Range<usize>,
+    start: usize,
+    end: usize,
+    unknown: Range<usize>,
+    map: Option<Range<usize>>,
+    eq: Option<usize>,
+    nested: bool,
+}
+
+/// Where a run of output bytes came from.
+#[derive(Clone, Copy, Debug)]
+enum From {
+    /// Byte `k` of the run is lexer text byte `p + k` (placed in the file through the map).
+    Text(usize),
+    /// Every byte of the run is source byte `o`.
+    Fixed(usize),
+    /// Byte `k` of the run is source byte `abs[q + k]` (a variable's value).
+    Abs(usize),
+}
+
+/// A stretch of a word's output bytes with one origin.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    len: usize,
+    from: From,
+    /// Produced by an unquoted expansion (subject to word splitting).
+    split: bool,
+}
+
 /// Reads commands from shell text one at a time, so that assignments made by a command apply to
 /// the expansions of the next ones.
 pub struct Lexer<'a> {
@@ -83,43 +121,112 @@ pub struct Lexer<'a> {
     file: usize,
     nested: bool,
     pending: Vec<(String, bool)>,
+    /// Here-document bodies read after the current line.
+    bodies: Vec<(usize, usize)>,
+    /// The here-document bodies of the command read last.
     heredocs: Vec<(usize, usize)>,
-    out: String,
+    /// The texts of the command's words, one after another; the word being read is
+    /// `texts[w0..]` (its "output").
+    texts: String,
+    w0: usize,
+    /// The command's words.
+    lexed: Vec<Lexed>,
+    /// The words' unknowns, pointed into by `Lexed::unknown`.
+    unknowns: Vec<String>,
+    /// The words' per-byte source tables, pointed into by `Lexed::map`.
+    tables: Vec<usize>,
+    /// Where the output of the word being read came from, covering it in order.
+    runs: Vec<Run>,
+    /// Source offsets copied from variable values, pointed into by `From::Abs`.
+    abs: Vec<usize>,
+    /// Scratch for the per-byte table of a word that needs one.
     table: Vec<usize>,
-    /// Per output byte: produced by an unquoted expansion (subject to word splitting).
-    split: Vec<bool>,
     unknown: Vec<String>,
     quoted_any: bool,
+    /// False while the word's output is plain text without whitespace, so it needs no source
+    /// table.
+    maybe_blank: bool,
+    /// Some of the word's output came from an unquoted expansion.
+    any_split: bool,
+    /// Scratch for the pieces of a split word.
+    pieces: Vec<Range<usize>>,
 }
 
+/// Byte classes for the word loop, one table lookup per byte.
+const PLAIN: u8 = 1;
+const NAME: u8 = 2;
+const NAME_START: u8 = 4;
+/// Ends a run of double-quoted text.
+const DQ_SPECIAL: u8 = 8;
+/// ASCII whitespace (`u8::is_ascii_whitespace`).
+const BLANK: u8 = 16;
+/// Not a byte of a variable name.
+const NOT_NAME: u8 = 32;
+/// A blank between words: space, tab or carriage return.
+const SKIP: u8 = 64;
+/// Ends an unquoted word.
+const ENDS_WORD: u8 = 128;
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        let mut k = 0;
+        // An ASCII byte that [`Lexer::word`] copies as it is (no quote, expansion, operator or `=`).
+        if c < 0x80
+            && !matches!(
+                c,
+                b' ' | b'\t'
+                    | b'\n'
+                    | b'\r'
+                    | b';'
+                    | b'&'
+                    | b'|'
+                    | b'<'
+                    | b'>'
+                    | b'('
+                    | b')'
+                    | b'\\'
+                    | b'\''
+                    | b'"'
+                    | b'`'
+                    | b'$'
+                    | b'='
+            )
+        {
+            k |= PLAIN;
+        }
+        if c.is_ascii_alphanumeric() || c == b'_' {
+            k |= NAME;
+        } else {
+            k |= NOT_NAME;
+        }
+        if c.is_ascii_alphabetic() || c == b'_' {
+            k |= NAME_START;
+        }
+        if matches!(c, b'"' | b'\\' | b'$' | b'`') {
+            k |= DQ_SPECIAL;
+        }
+        if c.is_ascii_whitespace() {
+            k |= BLANK;
+        }
+        if matches!(c, b' ' | b'\t' | b'\r') {
+            k |= SKIP;
+        }
+        if matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')') {
+            k |= ENDS_WORD;
+        }
+        t[b] = k;
+        b += 1;
+    }
+    t
+};
+
 fn is_name_start(b: u8) -> bool {
-    b.is_ascii_alphabetic() || b == b'_'
+    CLASS[b as usize] & NAME_START != 0
 }
 fn is_name(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
-}
-/// An ASCII byte that [`Lexer::word`] copies as it is (no quote, expansion, operator or `=`).
-fn is_plain_word_byte(b: u8) -> bool {
-    b < 0x80
-        && !matches!(
-            b,
-            b' ' | b'\t'
-                | b'\n'
-                | b'\r'
-                | b';'
-                | b'&'
-                | b'|'
-                | b'<'
-                | b'>'
-                | b'('
-                | b')'
-                | b'\\'
-                | b'\''
-                | b'"'
-                | b'`'
-                | b'$'
-                | b'='
-        )
+    CLASS[b as usize] & NAME != 0
 }
 
 impl<'a> Lexer<'a> {
@@ -133,12 +240,22 @@ impl<'a> Lexer<'a> {
             file,
             nested,
             pending: Vec::new(),
+            bodies: Vec::new(),
             heredocs: Vec::new(),
-            out: String::new(),
+            // Room for a long command, so the buffers rarely grow.
+            texts: String::with_capacity(text.len().min(1024)),
+            w0: 0,
+            lexed: Vec::with_capacity(32),
+            unknowns: Vec::new(),
+            tables: Vec::new(),
+            runs: Vec::new(),
+            abs: Vec::new(),
             table: Vec::new(),
-            split: Vec::new(),
             unknown: Vec::new(),
             quoted_any: false,
+            maybe_blank: false,
+            any_split: false,
+            pieces: Vec::new(),
         }
     }
 
@@ -146,13 +263,33 @@ impl<'a> Lexer<'a> {
         self.s.get(self.pos + k).copied()
     }
 
-    /// Reads the next command; `None` at the end of the text.
+    /// Reads the next command, as owned words; `None` at the end of the text.
     pub fn next_command(&mut self, vars: &Vars) -> Option<Command> {
-        let mut cmd = Command::default();
+        if !self.read_command(vars) {
+            return None;
+        }
+        let words = (0..self.lexed.len())
+            .map(|i| {
+                let eq = self.lexed[i].eq;
+                let table = if eq.is_some() { self.table_of(i).to_vec() } else { Vec::new() };
+                LexWord { word: self.take_word(i), eq, table }
+            })
+            .collect();
+        Some(Command { words, heredocs: std::mem::take(&mut self.heredocs) })
+    }
+
+    /// Reads the next command into the lexer, where [`Self::len`], [`Self::text`],
+    /// [`Self::take_word`]... read it without copying; false at the end of the text.
+    pub fn read_command(&mut self, vars: &Vars) -> bool {
+        self.texts.clear();
+        self.lexed.clear();
+        self.unknowns.clear();
+        self.tables.clear();
+        self.heredocs.clear();
         loop {
             // Blanks and line continuations.
             while let Some(b) = self.peek(0) {
-                if b == b' ' || b == b'\t' || b == b'\r' {
+                if CLASS[b as usize] & SKIP != 0 {
                     self.pos += 1;
                 } else if b == b'\\' && self.peek(1) == Some(b'\n') {
                     self.pos += 2;
@@ -163,21 +300,19 @@ impl<'a> Lexer<'a> {
                 }
             }
             let Some(b) = self.peek(0) else {
-                cmd.heredocs.append(&mut self.heredocs);
-                return (!cmd.words.is_empty() || !cmd.heredocs.is_empty()).then_some(cmd);
+                self.heredocs.append(&mut self.bodies);
+                return !self.lexed.is_empty() || !self.heredocs.is_empty();
             };
             match b {
                 b'#' => {
-                    while self.peek(0).is_some_and(|c| c != b'\n') {
-                        self.pos += 1;
-                    }
+                    self.pos = memchr::memchr(b'\n', &self.s[self.pos..]).map_or(self.s.len(), |k| self.pos + k);
                 }
                 b'\n' => {
                     self.pos += 1;
                     self.read_heredoc_bodies();
-                    if !cmd.words.is_empty() || !self.heredocs.is_empty() {
-                        cmd.heredocs.append(&mut self.heredocs);
-                        return Some(cmd);
+                    if !self.lexed.is_empty() || !self.bodies.is_empty() {
+                        self.heredocs.append(&mut self.bodies);
+                        return true;
                     }
                 }
                 b';' | b'&' | b'|' | b'(' | b')' => {
@@ -185,8 +320,8 @@ impl<'a> Lexer<'a> {
                     while self.peek(0).is_some_and(|c| matches!(c, b';' | b'&' | b'|')) {
                         self.pos += 1;
                     }
-                    if !cmd.words.is_empty() {
-                        return Some(cmd);
+                    if !self.lexed.is_empty() {
+                        return true;
                     }
                 }
                 b'<' | b'>' => self.redirection(vars),
@@ -197,9 +332,93 @@ impl<'a> Lexer<'a> {
                     self.redirection(vars);
                 }
                 _ => {
-                    self.word(vars, &mut cmd.words);
+                    if !self.plain_word() {
+                        self.word(vars);
+                    }
                 }
             }
+        }
+    }
+
+    /// Reads a word made only of plain bytes (most words: no quote, expansion, `=` or escape),
+    /// without [`Self::word`]'s bookkeeping; false, reading nothing, for any other word.
+    fn plain_word(&mut self) -> bool {
+        let start = self.pos;
+        let rest = &self.s[start..];
+        // A form feed is plain but whitespace: such words take the general path.
+        let n = rest.iter().position(|&c| CLASS[c as usize] & (PLAIN | BLANK) != PLAIN).unwrap_or(rest.len());
+        if n == 0 || rest.get(n).is_some_and(|&c| CLASS[c as usize] & ENDS_WORD == 0) {
+            return false;
+        }
+        let end = start + n;
+        let t0 = self.texts.len();
+        self.texts.push_str(&self.text[start..end]);
+        self.lexed.push(Lexed {
+            text: t0..self.texts.len(),
+            start: self.map.at(start),
+            end: self.map.at(end - 1) + 1,
+            unknown: self.unknowns.len()..self.unknowns.len(),
+            map: None,
+            eq: None,
+            nested: self.nested,
+        });
+        self.pos = end;
+        true
+    }
+
+    /// The number of words of the command read last.
+    pub fn len(&self) -> usize {
+        self.lexed.len()
+    }
+
+    /// True when the command read last has no words (only here-documents).
+    pub fn is_empty(&self) -> bool {
+        self.lexed.is_empty()
+    }
+
+    /// The text of word `i` of the command read last.
+    pub fn text(&self, i: usize) -> &str {
+        &self.texts[self.lexed[i].text.clone()]
+    }
+
+    /// The texts of all words of the command read last, one after another (with the blanks
+    /// of split words): every word's text is a part of it.
+    pub fn command_text(&self) -> &str {
+        &self.texts
+    }
+
+    /// Byte index in word `i`'s text of the `=` of `NAME=value`.
+    pub fn eq(&self, i: usize) -> Option<usize> {
+        self.lexed[i].eq
+    }
+
+    /// True when word `i`'s value depends on something only known at run time.
+    pub fn is_symbolic(&self, i: usize) -> bool {
+        !self.lexed[i].unknown.is_empty()
+    }
+
+    /// Source offsets of every byte of word `i` when it is an assignment or holds whitespace;
+    /// empty otherwise.
+    pub fn table_of(&self, i: usize) -> &[usize] {
+        self.lexed[i].map.clone().map_or(&[], |r| &self.tables[r])
+    }
+
+    /// Here-document bodies of the command read last, as (start, end) byte ranges of the text.
+    pub fn heredocs(&self) -> &[(usize, usize)] {
+        &self.heredocs
+    }
+
+    /// Word `i` of the command read last (its unknowns move out: take each word once).
+    pub fn take_word(&mut self, i: usize) -> Word {
+        let l = &self.lexed[i];
+        Word {
+            text: self.texts[l.text.clone()].to_owned(),
+            file: self.file,
+            start: l.start,
+            end: l.end,
+            unknown: self.unknowns[l.unknown.clone()].iter_mut().map(std::mem::take).collect(),
+            map: l.map.clone().map(|r| SrcMap::Table(self.tables[r].to_vec())),
+            embed: Embed::Shell { nested: l.nested },
         }
     }
 
@@ -229,11 +448,13 @@ impl<'a> Lexer<'a> {
                 self.pos += 1;
             }
             self.skip_blanks();
-            let mut got = Vec::new();
-            self.word(vars, &mut got);
-            if let Some(w) = got.into_iter().next() {
-                self.pending.push((w.word.text, strip));
+            let mark = self.mark();
+            self.word(vars);
+            if mark.0 < self.lexed.len() {
+                let delim = self.text(mark.0).to_owned();
+                self.pending.push((delim, strip));
             }
+            self.reset(mark);
             return;
         }
         while self.peek(0).is_some_and(|c| matches!(c, b'>' | b'&' | b'|')) {
@@ -261,7 +482,7 @@ impl<'a> Lexer<'a> {
             let start = self.pos;
             loop {
                 if self.pos >= self.s.len() {
-                    self.heredocs.push((start, self.s.len()));
+                    self.bodies.push((start, self.s.len()));
                     break;
                 }
                 let line_start = self.pos;
@@ -274,18 +495,36 @@ impl<'a> Lexer<'a> {
                 }
                 self.pos = (line_end + 1).min(self.s.len());
                 if line == delim {
-                    self.heredocs.push((start, line_start));
+                    self.bodies.push((start, line_start));
                     break;
                 }
             }
         }
     }
 
-    fn push(&mut self, b: u8, at: usize, split: bool) {
+    /// Records that the `len` bytes just appended to `out` came from `from`.
+    fn add_run(&mut self, len: usize, from: From, split: bool) {
+        if len == 0 {
+            return;
+        }
+        self.maybe_blank = true;
+        self.any_split |= split;
+        if let (Some(last), From::Text(p)) = (self.runs.last_mut(), from) {
+            // Text read straight on (a word's plain bytes, then a quoted part) is one run.
+            if let From::Text(q) = last.from {
+                if q + last.len == p && last.split == split {
+                    last.len += len;
+                    return;
+                }
+            }
+        }
+        self.runs.push(Run { len, from, split });
+    }
+
+    fn push(&mut self, b: u8, at: usize) {
         // Bytes are pushed whole-character at a time by the callers, so `out` stays UTF-8.
-        self.out.push(b as char);
-        self.table.push(self.map.at(at));
-        self.split.push(split);
+        self.texts.push(b as char);
+        self.add_run(1, From::Text(at), false);
     }
 
     /// Pushes the character starting at `self.pos` verbatim and advances past it.
@@ -295,18 +534,13 @@ impl<'a> Lexer<'a> {
         let start = self.pos;
         match self.text.get(start..end) {
             Some(ch) => {
-                self.out.push_str(ch);
-                for i in start..end {
-                    self.table.push(self.map.at(i));
-                    self.split.push(false);
-                }
+                self.texts.push_str(ch);
+                self.add_run(end - start, From::Text(start), false);
             }
             None => {
-                self.out.push('\u{fffd}');
-                for _ in 0..3 {
-                    self.table.push(self.map.at(start));
-                    self.split.push(false);
-                }
+                self.texts.push('\u{fffd}');
+                let at = self.map.at(start);
+                self.add_run(3, From::Fixed(at), false);
             }
         }
         self.pos = end.max(start + 1);
@@ -323,29 +557,70 @@ impl<'a> Lexer<'a> {
             }
             return;
         }
-        self.out.push_str(&self.text[start..end]);
-        match self.map {
-            SrcMap::Offset(o) => self.table.extend(o + start..o + end),
-            SrcMap::Table(t) if end <= t.len() => self.table.extend_from_slice(&t[start..end]),
-            m => self.table.extend((start..end).map(|i| m.at(i))),
-        }
-        self.split.resize(self.split.len() + (end - start), false);
+        self.texts.push_str(&self.text[start..end]);
+        self.add_run(end - start, From::Text(start), false);
         self.pos = end;
     }
 
-    /// Reads one word (or several, when an unquoted expansion splits).
-    fn discard_word(&mut self, vars: &Vars) {
-        let mut sink = Vec::new();
-        self.word(vars, &mut sink);
+    /// Writes the source offset of every byte of `out` into `self.table` (cleared first).
+    fn materialize(&mut self) {
+        self.table.clear();
+        self.table.reserve(self.texts.len() - self.w0);
+        for r in &self.runs {
+            match r.from {
+                From::Text(p) => match self.map {
+                    SrcMap::Offset(o) => self.table.extend(o + p..o + p + r.len),
+                    SrcMap::Table(t) if p + r.len <= t.len() => self.table.extend_from_slice(&t[p..p + r.len]),
+                    m => self.table.extend((p..p + r.len).map(|i| m.at(i))),
+                },
+                From::Fixed(o) => self.table.extend(std::iter::repeat_n(o, r.len)),
+                From::Abs(q) => self.table.extend_from_slice(&self.abs[q..q + r.len]),
+            }
+        }
     }
 
-    /// Reads one word (or several, when an unquoted expansion splits) into `out`.
-    fn word(&mut self, vars: &Vars, out: &mut Vec<LexWord>) {
-        self.out.clear();
-        self.table.clear();
-        self.split.clear();
+    /// The source offset of byte `k` of run `r`.
+    fn run_at(&self, r: &Run, k: usize) -> usize {
+        match r.from {
+            From::Text(p) => self.map.at(p + k),
+            From::Fixed(o) => o,
+            From::Abs(q) => self.abs[q + k],
+        }
+    }
+
+    /// How far the command's buffers are filled, to drop what is read after.
+    fn mark(&self) -> (usize, usize, usize, usize) {
+        (self.lexed.len(), self.texts.len(), self.unknowns.len(), self.tables.len())
+    }
+
+    fn reset(&mut self, (lexed, texts, unknowns, tables): (usize, usize, usize, usize)) {
+        self.lexed.truncate(lexed);
+        self.texts.truncate(texts);
+        self.unknowns.truncate(unknowns);
+        self.tables.truncate(tables);
+    }
+
+    /// Reads one word (or several, when an unquoted expansion splits) and drops it.
+    fn discard_word(&mut self, vars: &Vars) {
+        let mark = self.mark();
+        self.word(vars);
+        self.reset(mark);
+    }
+
+    /// The output of the word being read.
+    fn out(&self) -> &str {
+        &self.texts[self.w0..]
+    }
+
+    /// Reads one word (or several, when an unquoted expansion splits) into the command.
+    fn word(&mut self, vars: &Vars) {
+        self.w0 = self.texts.len();
+        self.runs.clear();
+        self.abs.clear();
         self.unknown.clear();
         self.quoted_any = false;
+        self.maybe_blank = false;
+        self.any_split = false;
         let raw_start = self.pos;
         let mut eq: Option<usize> = None;
         let mut name_ok = true;
@@ -353,7 +628,7 @@ impl<'a> Lexer<'a> {
             match b {
                 b' ' | b'\t' | b'\n' | b'\r' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')' => {
                     // `$(` is handled inside; a bare `(` after `=` starts an array: keep it literal.
-                    if b == b'(' && eq.is_some() && self.out.len() == eq.unwrap_or(0) + 1 {
+                    if b == b'(' && eq.is_some() && self.out().len() == eq.unwrap_or(0) + 1 {
                         self.skip_balanced(b'(', b')');
                         let raw = self.text[raw_start..self.pos].to_owned();
                         self.unknown.push(raw);
@@ -377,7 +652,7 @@ impl<'a> Lexer<'a> {
                     name_ok = false;
                     self.quoted_any = true;
                     self.pos += 1;
-                    let close = self.s[self.pos.min(self.s.len())..].iter().position(|&c| c == b'\'');
+                    let close = memchr::memchr(b'\'', &self.s[self.pos.min(self.s.len())..]);
                     self.push_run(close.map_or(self.s.len(), |k| self.pos + k));
                     self.pos += 1;
                 }
@@ -403,8 +678,8 @@ impl<'a> Lexer<'a> {
                         self.dollar(vars, true);
                     }
                 }
-                b'=' if eq.is_none() && name_ok && !self.out.is_empty() => {
-                    eq = Some(self.out.len());
+                b'=' if eq.is_none() && name_ok && self.texts.len() > self.w0 => {
+                    eq = Some(self.texts.len() - self.w0);
                     self.push_char();
                 }
                 _ if b >= 0x80 => {
@@ -415,41 +690,64 @@ impl<'a> Lexer<'a> {
                 }
                 _ => {
                     // A run of plain ASCII bytes, copied at once.
-                    let mut k = self.pos;
-                    let mut nonempty = !self.out.is_empty();
-                    loop {
-                        let c = self.s[k];
-                        if eq.is_none() && !(is_name(c) && (is_name_start(c) || nonempty)) {
-                            name_ok = false;
-                        }
-                        nonempty = true;
-                        k += 1;
-                        if k >= self.s.len() || !is_plain_word_byte(self.s[k]) {
+                    let start = self.pos;
+                    // One pass gathers the classes of the run's bytes, for the checks below.
+                    let mut classes = CLASS[b as usize];
+                    let mut n = 0;
+                    for &c in &self.s[start + 1..] {
+                        let class = CLASS[c as usize];
+                        if class & PLAIN == 0 {
                             break;
                         }
+                        classes |= class;
+                        n += 1;
                     }
-                    self.push_run(k);
+                    let k = start + 1 + n;
+                    if eq.is_none() && name_ok {
+                        let first = if self.texts.len() == self.w0 { NAME_START } else { NAME };
+                        name_ok = CLASS[b as usize] & first != 0 && classes & NOT_NAME == 0;
+                    }
+                    self.texts.push_str(&self.text[start..k]);
+                    let maybe_blank = self.maybe_blank;
+                    self.add_run(k - start, From::Text(start), false);
+                    // Plain bytes hold whitespace only as a form feed.
+                    self.maybe_blank = maybe_blank || classes & BLANK != 0;
+                    self.pos = k;
                 }
             }
         }
         let raw_end = self.pos.min(self.s.len());
-        let eq = eq.filter(|_| self.out.as_bytes().first().is_some_and(|&c| is_name_start(c)));
-        self.finish(raw_start, raw_end, eq, out);
+        let eq = eq.filter(|_| self.out().as_bytes().first().is_some_and(|&c| is_name_start(c)));
+        self.finish(raw_start, raw_end, eq);
     }
 
-    /// Builds the word(s) just read, splitting on whitespace produced by unquoted expansions.
-    fn finish(&mut self, raw_start: usize, raw_end: usize, eq: Option<usize>, out: &mut Vec<LexWord>) {
-        // The scratch buffers keep their capacity; words get exact-size copies.
-        let unknown = std::mem::take(&mut self.unknown);
-        let needs_split = eq.is_none()
-            && self.out.bytes().zip(&self.split).any(|(b, &s)| s && (b == b' ' || b == b'\t' || b == b'\n'));
-        if !needs_split {
-            let text = self.out.clone();
-            let table = &self.table;
-            if text.is_empty() && !self.quoted_any && unknown.is_empty() {
+    /// True when an unquoted expansion produced a blank or newline, so the word splits.
+    fn needs_split(&self) -> bool {
+        let bytes = self.out().as_bytes();
+        let mut at = 0;
+        for r in &self.runs {
+            if r.split && bytes[at..at + r.len].iter().any(|&b| b == b' ' || b == b'\t' || b == b'\n') {
+                return true;
+            }
+            at += r.len;
+        }
+        false
+    }
+
+    /// True when the bytes of `out` come from consecutive source bytes.
+    fn contiguous(&mut self) -> bool {
+        self.materialize();
+        self.table.windows(2).all(|w| w[1] == w[0] + 1)
+    }
+
+    /// Records the word(s) just read, splitting on whitespace produced by unquoted expansions.
+    fn finish(&mut self, raw_start: usize, raw_end: usize, eq: Option<usize>) {
+        let w0 = self.w0;
+        if eq.is_some() || !self.any_split || !self.needs_split() {
+            if self.texts.len() == w0 && !self.quoted_any && self.unknown.is_empty() {
                 return;
             }
-            let keep_map = eq.is_some() || text.bytes().any(|b| b.is_ascii_whitespace());
+            let keep_map = eq.is_some() || self.maybe_blank && self.out().bytes().any(|b| b.is_ascii_whitespace());
             let (mut start, mut end) = (
                 self.map.at(raw_start),
                 if raw_end > raw_start { self.map.at(raw_end - 1) + 1 } else { self.map.at(raw_start) },
@@ -457,61 +755,77 @@ impl<'a> Lexer<'a> {
             let mut nested = self.nested;
             // A word made wholly of one variable's literal value points at that value, where the
             // script assigned it (that is what a fix edits).
-            if let (Some(&first), Some(&last)) = (table.first(), table.last()) {
+            if let (Some(first), Some(last)) = (self.runs.first(), self.runs.last()) {
                 // Cheapest test first: only a word starting with `$` can qualify.
-                if self.s.get(raw_start) == Some(&b'$')
-                    && (first < start || first >= end)
-                    && table.windows(2).all(|w| w[1] == w[0] + 1)
-                {
-                    (start, end, nested) = (first, last + 1, true);
+                if self.s.get(raw_start) == Some(&b'$') {
+                    let (first, last) = (self.run_at(first, 0), self.run_at(last, last.len - 1));
+                    if (first < start || first >= end) && self.contiguous() {
+                        (start, end, nested) = (first, last + 1, true);
+                    }
                 }
             }
-            let word = Word {
-                text,
-                file: self.file,
-                start,
-                end,
-                unknown,
-                map: keep_map.then(|| SrcMap::Table(table.clone())),
-                embed: Embed::Shell { nested },
-            };
-            let table = if eq.is_some() { table.clone() } else { Vec::new() };
-            out.push(LexWord { word, eq, table });
+            let map = keep_map.then(|| {
+                self.materialize();
+                let m0 = self.tables.len();
+                self.tables.extend_from_slice(&self.table);
+                m0..self.tables.len()
+            });
+            let u0 = self.unknowns.len();
+            if !self.unknown.is_empty() {
+                self.unknowns.append(&mut self.unknown);
+            }
+            let unknown = u0..self.unknowns.len();
+            let text = w0..self.texts.len();
+            self.lexed.push(Lexed { text, start, end, unknown, map, eq, nested });
             return;
         }
-        let text = self.out.clone();
-        let table = self.table.clone();
-        let split = self.split.clone();
-        let bytes = text.as_bytes();
-        let mut i = 0;
-        while i < bytes.len() {
-            while i < bytes.len() && split[i] && bytes[i].is_ascii_whitespace() {
-                i += 1;
+        self.materialize();
+        // The pieces lie between the blanks that unquoted expansions produced.
+        let mut pieces = std::mem::take(&mut self.pieces);
+        pieces.clear();
+        let (mut at, mut piece) = (0, 0);
+        let bytes = &self.texts.as_bytes()[w0..];
+        for r in &self.runs {
+            if r.split {
+                for (k, &b) in bytes[at..at + r.len].iter().enumerate() {
+                    if CLASS[b as usize] & BLANK != 0 {
+                        if at + k > piece {
+                            pieces.push(piece..at + k);
+                        }
+                        piece = at + k + 1;
+                    }
+                }
             }
-            let start = i;
-            while i < bytes.len() && !(split[i] && bytes[i].is_ascii_whitespace()) {
-                i += 1;
+            at += r.len;
+        }
+        if bytes.len() > piece {
+            pieces.push(piece..bytes.len());
+        }
+        let unknown = std::mem::take(&mut self.unknown);
+        for &Range { start, end } in &pieces {
+            let text = w0 + start..w0 + end;
+            let piece = &self.texts[text.clone()];
+            let t = &self.table[start..end];
+            let u0 = self.unknowns.len();
+            if !unknown.is_empty() {
+                self.unknowns.extend(unknown.iter().filter(|u| piece.contains(u.as_str())).cloned());
             }
-            if start == i {
-                continue;
-            }
-            let piece = &text[start..i];
-            let t = table[start..i].to_vec();
-            let keep_map = piece.bytes().any(|b| b.is_ascii_whitespace());
-            out.push(LexWord {
-                word: Word {
-                    text: piece.to_owned(),
-                    file: self.file,
-                    start: t[0],
-                    end: t[t.len() - 1] + 1,
-                    unknown: unknown.iter().filter(|u| piece.contains(u.as_str())).cloned().collect(),
-                    map: keep_map.then(|| SrcMap::Table(t.clone())),
-                    embed: Embed::Shell { nested: true },
-                },
+            let map = piece.bytes().any(|b| b.is_ascii_whitespace()).then(|| {
+                let m0 = self.tables.len();
+                self.tables.extend_from_slice(t);
+                m0..self.tables.len()
+            });
+            self.lexed.push(Lexed {
+                text,
+                start: t[0],
+                end: t[t.len() - 1] + 1,
+                unknown: u0..self.unknowns.len(),
+                map,
                 eq: None,
-                table: t,
+                nested: true,
             });
         }
+        self.pieces = pieces;
     }
 
     fn double_quoted(&mut self, vars: &Vars) {
@@ -535,7 +849,7 @@ impl<'a> Lexer<'a> {
                 }
                 _ => {
                     let rest = &self.s[self.pos + 1..];
-                    let k = rest.iter().position(|&c| matches!(c, b'"' | b'\\' | b'$' | b'`'));
+                    let k = rest.iter().position(|&c| CLASS[c as usize] & DQ_SPECIAL != 0);
                     self.push_run(k.map_or(self.s.len(), |k| self.pos + 1 + k));
                 }
             }
@@ -567,7 +881,7 @@ impl<'a> Lexer<'a> {
                         Some(b'f') => 12,
                         Some(b'0') => 0,
                         Some(other) if other < 0x80 => {
-                            self.push(b'\\', at, false);
+                            self.push(b'\\', at);
                             other
                         }
                         _ => {
@@ -575,7 +889,7 @@ impl<'a> Lexer<'a> {
                             b'\\'
                         }
                     };
-                    self.push(ch, at, false);
+                    self.push(ch, at);
                 }
                 _ => self.push_char(),
             }
@@ -641,8 +955,8 @@ impl<'a> Lexer<'a> {
                     self.pos += 1;
                 }
                 let end = self.pos;
-                let name = self.text[start + 1..end].to_owned();
-                self.expand(vars, &name, start, end, unquoted);
+                let text = self.text;
+                self.expand(vars, &text[start + 1..end], start, end, unquoted);
             }
             Some(c) if c.is_ascii_digit() || b"@*#?$!-".contains(&c) => {
                 self.pos += 2;
@@ -650,7 +964,7 @@ impl<'a> Lexer<'a> {
                 self.symbolic_raw(start, end);
             }
             _ => {
-                self.push(b'$', start, false);
+                self.push(b'$', start);
                 self.pos += 1;
             }
         }
@@ -675,12 +989,21 @@ impl<'a> Lexer<'a> {
     /// A command substitution, arithmetic or special parameter: symbolic, written as is.
     fn symbolic_raw(&mut self, start: usize, end: usize) {
         let end = end.min(self.s.len());
-        let raw = &self.text[start..end];
-        for (k, ch) in raw.char_indices() {
-            self.out.push(ch);
-            for _ in 0..ch.len_utf8() {
-                self.table.push(self.map.at(start + k));
-                self.split.push(false);
+        let text = self.text;
+        let raw = &text[start..end];
+        self.texts.push_str(raw);
+        if raw.is_ascii() {
+            self.add_run(raw.len(), From::Text(start), false);
+        } else {
+            // Every byte of a character points at the character's first byte.
+            for (k, ch) in raw.char_indices() {
+                match ch.len_utf8() {
+                    1 => self.add_run(1, From::Text(start + k), false),
+                    n => {
+                        let at = self.map.at(start + k);
+                        self.add_run(n, From::Fixed(at), false);
+                    }
+                }
             }
         }
         self.unknown.push(raw.to_owned());
@@ -694,32 +1017,30 @@ impl<'a> Lexer<'a> {
             None
         } else {
             match (vars.get(name), op) {
-                (Some(v), "") => v.text.as_ref().map(|t| (t.clone(), Some(v.map.clone()))),
+                (Some(v), "") => known(v),
                 (Some(v), o) if o.starts_with(":-") || o.starts_with(":=") => match &v.text {
-                    Some(t) if !t.is_empty() => Some((t.clone(), Some(v.map.clone()))),
-                    Some(_) => literal_default(&o[2..], start + 2 + name_len + 2),
+                    Some(t) if !t.is_empty() => known(v),
+                    Some(_) => literal_default(&o[2..]),
                     None => None,
                 },
-                (Some(v), o) if o.starts_with('-') || o.starts_with('=') => {
-                    v.text.as_ref().map(|t| (t.clone(), Some(v.map.clone())))
-                }
-                (None, o) if o.starts_with(":-") || o.starts_with(":=") => {
-                    literal_default(&o[2..], start + 2 + name_len + 2)
-                }
-                (None, o) if o.starts_with('-') || o.starts_with('=') => {
-                    literal_default(&o[1..], start + 2 + name_len + 1)
-                }
+                (Some(v), o) if o.starts_with('-') || o.starts_with('=') => known(v),
+                (None, o) if o.starts_with(":-") || o.starts_with(":=") => literal_default(&o[2..]),
+                (None, o) if o.starts_with('-') || o.starts_with('=') => literal_default(&o[1..]),
                 _ => None,
             }
         };
         match value {
             Some((text, map)) => {
-                let map = map.filter(|m| m.len() == text.len());
-                for (k, ch) in text.char_indices() {
-                    self.out.push(ch);
-                    for j in 0..ch.len_utf8() {
-                        self.table.push(map.as_ref().map_or_else(|| self.map.at(start), |m| m[k + j]));
-                        self.split.push(unquoted);
+                self.texts.push_str(text);
+                match map.filter(|m| m.len() == text.len()) {
+                    Some(m) => {
+                        let q = self.abs.len();
+                        self.abs.extend_from_slice(m);
+                        self.add_run(text.len(), From::Abs(q), unquoted);
+                    }
+                    None => {
+                        let at = self.map.at(start);
+                        self.add_run(text.len(), From::Fixed(at), unquoted);
                     }
                 }
             }
@@ -731,11 +1052,16 @@ impl<'a> Lexer<'a> {
     }
 }
 
+/// A variable's value and where its bytes came from, when the script knows it.
+fn known(v: &VarValue) -> Option<(&str, Option<&[usize]>)> {
+    v.text.as_deref().map(|t| (t, Some(v.map.as_slice())))
+}
+
 /// A `${X:-default}` default, when it is literal text (else the expansion stays symbolic). Its
-/// bytes map to the source through the caller's table, so offsets are left to the caller.
-fn literal_default(d: &str, _at: usize) -> Option<(String, Option<Vec<usize>>)> {
+/// bytes all point at the expansion.
+fn literal_default(d: &str) -> Option<(&str, Option<&[usize]>)> {
     let lit = d.bytes().all(|b| !matches!(b, b'$' | b'`' | b'"' | b'\'' | b'\\'));
-    lit.then(|| (d.to_owned(), None))
+    lit.then_some((d, None))
 }
 
 fn utf8_len(b: u8) -> usize {
@@ -819,6 +1145,28 @@ mod tests {
         let (s, e) = c.heredocs[0];
         assert_eq!(&text[s..e], "python -m a\n");
         assert_eq!(lx.next_command(&vars).unwrap().words[0].word.text, "after");
+    }
+
+    #[test]
+    fn commands_are_read_in_place() {
+        let text = "A=1 run --x 'y z' $A\nnext a\x0cb";
+        let map = SrcMap::Offset(10);
+        let mut lx = Lexer::new(text, &map, 3, false);
+        let vars = Vars::default();
+        assert!(lx.read_command(&vars));
+        assert_eq!(lx.len(), 5);
+        assert_eq!((lx.text(0), lx.eq(0), lx.table_of(0)), ("A=1", Some(1), &[10, 11, 12][..]));
+        let w = lx.take_word(2);
+        assert_eq!((w.text.as_str(), w.file, w.start, w.end, w.map), ("--x", 3, 18, 21, None));
+        let w = lx.take_word(3);
+        assert_eq!((w.text.as_str(), w.start, w.end), ("y z", 22, 27));
+        assert_eq!(w.map, Some(SrcMap::Table(vec![23, 24, 25])));
+        assert!(lx.is_symbolic(4) && lx.take_word(4).unknown == ["$A"]);
+        assert!(lx.read_command(&vars));
+        // A form feed is whitespace: the word keeps its map, like any word holding whitespace.
+        assert_eq!(lx.text(1), "a\x0cb");
+        assert!(lx.take_word(1).map.is_some());
+        assert!(!lx.read_command(&vars));
     }
 
     #[test]
