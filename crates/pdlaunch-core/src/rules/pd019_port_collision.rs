@@ -43,21 +43,50 @@ enum Place<'a> {
     Router(Origin),
 }
 
+/// What a port is bound for; its text is written only when a finding needs it.
+#[derive(Clone, Copy, PartialEq)]
+enum Purpose {
+    Http(u16),
+    Bootstrap(u16),
+    Rendezvous(u16, u16),
+    Nccl(u16),
+    Router(u16),
+}
+
+impl std::fmt::Display for Purpose {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Purpose::Http(p) => write!(f, "its HTTP server (--port {p})"),
+            Purpose::Bootstrap(p) => write!(f, "its KV bootstrap server (--disaggregation-bootstrap-port {p})"),
+            Purpose::Rendezvous(lo, hi) => write!(f, "its --dist-init-addr rendezvous (ports {lo}-{hi})"),
+            Purpose::Nccl(p) => write!(f, "its NCCL init (--nccl-port {p})"),
+            Purpose::Router(p) => write!(f, "its listener (--port {p})"),
+        }
+    }
+}
+
 /// One port range bound by one process for one purpose.
 #[derive(Clone)]
 struct PortUse<'a> {
     /// The machine, as a comparison key.
     host: String,
-    /// The machine, for messages (`host 10.0.0.1`).
-    machine: String,
+    /// The process whose machine is unknown (bound on a wildcard address), else `None`.
+    unplaced: Option<&'a str>,
     lo: u16,
     hi: u16,
-    who: String,
-    what: String,
+    who: &'a str,
+    what: Purpose,
     place: Place<'a>,
 }
 
 impl PortUse<'_> {
+    /// The machine, for messages (`host 10.0.0.1`).
+    fn machine(&self) -> String {
+        match self.unplaced {
+            Some(label) => format!("the machine of {label}"),
+            None => format!("host {}", self.host),
+        }
+    }
     fn overlaps(&self, other: &PortUse) -> bool {
         self.lo <= other.hi && other.lo <= self.hi
     }
@@ -75,14 +104,15 @@ impl PortUse<'_> {
     }
 }
 
-/// The machine key and its description. A wildcard bind address (lint input without node
-/// addresses) does not say which machine a process is on: it only collides with itself.
-fn machine(host: &str, label: &str) -> (String, String) {
+/// The machine key, and the process when the machine is unknown. A wildcard bind address (lint
+/// input without node addresses) does not say which machine a process is on: it only collides
+/// with itself.
+fn machine<'a>(host: &str, label: &'a str) -> (String, Option<&'a str>) {
     let h = host.to_lowercase();
     if h.is_empty() || matches!(h.as_str(), "0.0.0.0" | "::" | "[::]") {
-        (format!("\u{0}{label}"), format!("the machine of {label}"))
+        (format!("\u{0}{label}"), Some(label))
     } else {
-        (h.clone(), format!("host {h}"))
+        (h, None)
     }
 }
 
@@ -92,32 +122,26 @@ fn server_uses(s: &ServerView) -> Vec<PortUse<'_>> {
         // Only node 0 runs the HTTP and bootstrap servers and owns the rendezvous block.
         return out;
     }
-    let host = s.host.clone();
-    let mut push = |host: &str, lo: u16, hi: u16, what: String, dest: &'static str| {
-        let (host, machine) = machine(host, &s.label);
-        out.push(PortUse { host, machine, lo, hi, who: s.label.clone(), what, place: Place::Server(s, dest) });
+    let host = s.host.as_str();
+    let mut push = |host: &str, lo: u16, hi: u16, what: Purpose, dest: &'static str| {
+        let (host, unplaced) = machine(host, &s.label);
+        out.push(PortUse { host, unplaced, lo, hi, who: &s.label, what, place: Place::Server(s, dest) });
     };
     if let Some(p) = s.port() {
-        push(&host, p, p, format!("its HTTP server (--port {p})"), "port");
+        push(host, p, p, Purpose::Http(p), "port");
     }
     if s.role == Some(crate::deployment::Role::Prefill) {
         if let Some(p) = s.bootstrap_port() {
-            push(
-                &host,
-                p,
-                p,
-                format!("its KV bootstrap server (--disaggregation-bootstrap-port {p})"),
-                "disaggregation_bootstrap_port",
-            );
+            push(host, p, p, Purpose::Bootstrap(p), "disaggregation_bootstrap_port");
         }
     }
     let dist = s.explicit("dist_init_addr");
     if let Some((dist_host, p)) = dist.as_deref().and_then(split_url) {
         let hi = p.saturating_add(DIST_INIT_PORT_BLOCK - 1);
-        push(&dist_host, p, hi, format!("its --dist-init-addr rendezvous (ports {p}-{hi})"), "dist_init_addr");
+        push(&dist_host, p, hi, Purpose::Rendezvous(p, hi), "dist_init_addr");
     } else if let Some(p) = s.int("nccl_port").filter(|_| s.explicit("nccl_port").is_some()) {
         if let Ok(p) = u16::try_from(p) {
-            push(&host, p, p, format!("its NCCL init (--nccl-port {p})"), "nccl_port");
+            push(host, p, p, Purpose::Nccl(p), "nccl_port");
         }
     }
     out
@@ -145,8 +169,8 @@ fn free_port(uses: &[PortUse], u: &PortUse, start: u16) -> Option<u16> {
     }
 }
 
-fn check(ctx: &Context) -> Vec<Finding> {
-    let mut uses: Vec<PortUse> = ctx.servers.iter().flat_map(server_uses).collect();
+fn check<'a>(ctx: &'a Context) -> Vec<Finding> {
+    let mut uses: Vec<PortUse<'a>> = ctx.servers.iter().flat_map(server_uses).collect();
     let mut out = Vec::new();
 
     if let Some(r) = &ctx.router {
@@ -156,13 +180,13 @@ fn check(ctx: &Context) -> Vec<Finding> {
             .and_then(|u| r.origins.get(u.index).cloned())
             .unwrap_or_else(|| Origin::Field { path: "router.port".into() });
         let host = r.host.to_lowercase();
-        let router_use = |u: &PortUse| PortUse {
+        let router_use = |u: &PortUse<'a>| PortUse {
             host: u.host.clone(),
-            machine: u.machine.clone(),
+            unplaced: u.unplaced,
             lo: r.port,
             hi: r.port,
-            who: "router".into(),
-            what: format!("its listener (--port {})", r.port),
+            who: "router",
+            what: Purpose::Router(r.port),
             place: Place::Router(origin.clone()),
         };
         if WILDCARD_HOSTS.contains(&host.as_str()) {
@@ -180,7 +204,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
                     r.port,
                     u.who,
                     range(u.lo, u.hi),
-                    u.machine,
+                    u.machine(),
                     u.what
                 );
                 let suggestion = free_port(&uses, &router_use(u), r.port).unwrap_or(8000);
@@ -196,13 +220,13 @@ fn check(ctx: &Context) -> Vec<Finding> {
         }
     }
 
-    let mut reported: Vec<(String, String, String, String)> = Vec::new();
+    let mut reported: Vec<(&str, Purpose, &str, Purpose)> = Vec::new();
     for (i, a) in uses.iter().enumerate() {
         for b in &uses[i + 1..] {
             if a.host != b.host || !a.overlaps(b) || (a.who == b.who && a.what == b.what) {
                 continue;
             }
-            let key = (a.who.clone(), a.what.clone(), b.who.clone(), b.what.clone());
+            let key = (a.who, a.what, b.who, b.what);
             if reported.contains(&key) {
                 continue;
             }
@@ -211,7 +235,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
             let message = format!(
                 "{} on {}: {} uses it for {} and {} uses it for {}",
                 range(lo, hi),
-                a.machine,
+                a.machine(),
                 a.who,
                 a.what,
                 b.who,

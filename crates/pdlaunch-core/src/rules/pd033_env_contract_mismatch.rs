@@ -104,6 +104,10 @@ fn check<'a>(ctx: &'a Context) -> Vec<Finding> {
     let mut out = Vec::new();
     let heads: Vec<&'a ServerView> = ctx.servers.iter().filter(|s| s.node == 0 && s.role.is_some()).collect();
     for (name, default, layout) in CONTRACT {
+        // Unset everywhere: every server reads the default.
+        if heads.iter().all(|s| !s.env.contains_key(*name)) {
+            continue;
+        }
         let value = |s: &'a ServerView| normalized(s.env.get(*name), default);
         // Most deployments agree on every variable: compare before collecting anything.
         let Some(first) = heads.first().map(|s| value(s)) else {
