@@ -366,7 +366,8 @@ fn looks_like_option(tok: &str) -> bool {
 
 /// Reads `argv` (the arguments after the program) as argparse would with `spec`.
 pub fn parse_argv(spec: &'static Spec, argv: &[String]) -> Parsed {
-    let mut out = Parsed::default();
+    // Most options take one value: about one use per two tokens.
+    let mut out = Parsed { uses: Vec::with_capacity(argv.len() / 2 + 1), ..Parsed::default() };
     let mut i = 0;
     while i < argv.len() {
         let tok = &argv[i];
