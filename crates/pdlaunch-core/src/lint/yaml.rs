@@ -8,6 +8,7 @@
 //! error with its offset, never a panic.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::collections::HashMap;
 
 use super::source::SrcMap;
@@ -125,7 +126,22 @@ const MAX_DEPTH: usize = 64;
 
 /// Reads every document of `text`.
 pub fn parse(text: &str) -> Result<Vec<Node<'_>>, YamlError> {
-    let mut p = Parser { s: text.as_bytes(), t: text, pos: 0, depth: 0, anchors: HashMap::new() };
+    // Columns are asked for at every node: a line index answers without scanning back.
+    let mut lines = Vec::with_capacity(text.len() / 24 + 2);
+    lines.push(0);
+    lines.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
+    let mut p = Parser {
+        s: text.as_bytes(),
+        t: text,
+        pos: 0,
+        depth: 0,
+        anchors: HashMap::new(),
+        lines,
+        line: Cell::new(0),
+        entries: Vec::new(),
+        items: Vec::new(),
+        skipped: (usize::MAX, 0, false),
+    };
     p.stream().map_err(|e| tab_indent(text, e))
 }
 
@@ -150,6 +166,18 @@ struct Parser<'a> {
     pos: usize,
     depth: usize,
     anchors: HashMap<&'a str, Node<'a>>,
+    /// Offset of the start of every line.
+    lines: Vec<usize>,
+    /// Index in `lines` of the line last asked about: the next question is mostly about it or
+    /// the one after.
+    line: Cell<usize>,
+    /// Entries of the block mappings being read, innermost last: each mapping takes its own
+    /// at its end, in a vector of the right size.
+    entries: Vec<(Scalar<'a>, Node<'a>)>,
+    /// Items of the block sequences being read, the same way.
+    items: Vec<Node<'a>>,
+    /// The last run of space skipped: from, to, and whether it crossed a line break.
+    skipped: (usize, usize, bool),
 }
 
 /// How a plain scalar in block context is read.
@@ -187,7 +215,19 @@ impl<'a> Parser<'a> {
         Err(YamlError { offset: self.pos.min(self.s.len()), message: message.into() })
     }
     fn line_start(&self, pos: usize) -> usize {
-        self.s[..pos.min(self.s.len())].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
+        let pos = pos.min(self.s.len());
+        let holds = |i: usize| self.lines[i] <= pos && self.lines.get(i + 1).is_none_or(|&next| pos < next);
+        let cur = self.line.get();
+        let i = if holds(cur) {
+            cur
+        } else if cur + 1 < self.lines.len() && holds(cur + 1) {
+            cur + 1
+        } else {
+            // `lines[0]` is 0, so at least one line starts at or before `pos`.
+            self.lines.partition_point(|&s| s <= pos) - 1
+        };
+        self.line.set(i);
+        self.lines[i]
     }
     fn col(&self, pos: usize) -> usize {
         pos - self.line_start(pos)
@@ -195,8 +235,8 @@ impl<'a> Parser<'a> {
     /// True at a `---` or `...` line.
     fn at_marker(&self) -> bool {
         let rest = self.s.get(self.pos..).unwrap_or(&[]);
-        self.col(self.pos) == 0
-            && (rest.starts_with(b"---") || rest.starts_with(b"..."))
+        (rest.starts_with(b"---") || rest.starts_with(b"..."))
+            && (self.pos == 0 || self.s[self.pos - 1] == b'\n')
             && self.s.get(self.pos + 3).is_none_or(|&b| b == b' ' || b == b'\n' || b == b'\r' || b == b'\t')
     }
     fn skip_blanks(&mut self) {
@@ -206,23 +246,39 @@ impl<'a> Parser<'a> {
     }
     /// Skips blanks, comments and line breaks; returns true when a line break was crossed.
     fn skip_space(&mut self) -> bool {
+        // A collection that ends looks past the space after its last entry, steps back and
+        // leaves it to its parent, which looks again: the last answer is kept for that.
+        let (from, to, crossed) = self.skipped;
+        if from == self.pos {
+            self.pos = to;
+            return crossed;
+        }
+        let from = self.pos;
+        let s = self.s;
+        let mut i = self.pos;
         let mut crossed = false;
-        loop {
-            match self.at(0) {
-                Some(b' ' | b'\t' | b'\r') => self.pos += 1,
-                Some(b'\n') => {
-                    self.pos += 1;
+        while i < s.len() {
+            match s[i] {
+                b' ' | b'\t' | b'\r' => i += 1,
+                b'\n' => {
+                    i += 1;
                     crossed = true;
-                }
-                Some(b'#') if self.pos == 0 || matches!(self.s[self.pos - 1], b' ' | b'\t' | b'\n' | b'\r') => {
-                    while self.at(0).is_some_and(|b| b != b'\n') {
-                        self.pos += 1;
+                    // Indentation: a run of spaces.
+                    while i < s.len() && s[i] == b' ' {
+                        i += 1;
                     }
                 }
-                _ => return crossed,
+                b'#' if i == 0 || matches!(s[i - 1], b' ' | b'\t' | b'\n' | b'\r') => {
+                    i = memchr::memchr(b'\n', &s[i..]).map_or(s.len(), |k| i + k);
+                }
+                _ => break,
             }
         }
+        self.pos = i;
+        self.skipped = (from, i, crossed);
+        crossed
     }
+
     /// True when the rest of the line is empty or a comment.
     fn line_rest_empty(&self) -> bool {
         let mut k = self.pos;
@@ -281,7 +337,16 @@ impl<'a> Parser<'a> {
     }
 
     /// Properties (`&anchor`, `!tag`) before a node; returns the anchor name.
+    #[inline]
     fn properties(&mut self) -> Option<&'a str> {
+        // Most nodes have none.
+        if !matches!(self.at(0), Some(b'&' | b'!')) {
+            return None;
+        }
+        self.properties_slow()
+    }
+
+    fn properties_slow(&mut self) -> Option<&'a str> {
         let mut anchor = None;
         loop {
             match self.at(0) {
@@ -361,6 +426,7 @@ impl<'a> Parser<'a> {
         Ok(self.remember(anchor, n))
     }
 
+    #[inline]
     fn remember(&mut self, anchor: Option<&'a str>, n: Node<'a>) -> Node<'a> {
         if let Some(a) = anchor {
             self.anchors.insert(a, n.clone());
@@ -381,13 +447,13 @@ impl<'a> Parser<'a> {
 
     fn block_seq(&mut self, col: usize) -> R<Node<'a>> {
         let start = self.pos;
-        let mut items = Vec::new();
+        let mark = self.items.len();
         loop {
             // On a `-` at column `col`.
             self.pos += 1;
             self.skip_blanks();
             let item = self.node(col as isize, true)?;
-            items.push(item);
+            self.items.push(item);
             let save = self.pos;
             self.skip_space();
             if self.pos < self.s.len()
@@ -401,18 +467,19 @@ impl<'a> Parser<'a> {
             self.pos = save;
             break;
         }
+        let items = self.items.drain(mark..).collect();
         Ok(Node::Seq(Seq { items, flow: false, start, indent: col }))
     }
 
     fn block_map(&mut self, col: usize, first: Scalar<'a>) -> R<Node<'a>> {
         let start = first.start;
-        let mut entries: Vec<(Scalar<'a>, Node<'a>)> = Vec::new();
+        let mark = self.entries.len();
         let mut key = first;
         loop {
             // On the `:` after `key`.
             self.pos += 1;
             let value = self.value(col)?;
-            entries.push((key, value));
+            self.entries.push((key, value));
             let save = self.pos;
             self.skip_space();
             if self.pos >= self.s.len() || self.at_marker() || self.col(self.pos) != col {
@@ -434,6 +501,7 @@ impl<'a> Parser<'a> {
             }
             key = k;
         }
+        let entries = self.entries.drain(mark..).collect();
         Ok(Node::Map(merge(Map { entries, start })))
     }
 
