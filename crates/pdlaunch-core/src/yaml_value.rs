@@ -9,7 +9,7 @@ use serde_json::{Map, Number, Value};
 use crate::lint::yaml::{self, Node, Scalar, Style, YamlError};
 
 /// The text of a scalar (one place that knows how the reader stores it).
-pub(crate) fn text(s: &Scalar) -> &str {
+pub(crate) fn text<'s>(s: &'s Scalar<'_>) -> &'s str {
     &s.text
 }
 
@@ -19,7 +19,7 @@ pub fn from_str(text: &str) -> Result<Value, YamlError> {
 }
 
 /// The one document of a text (`None` for none); more than one is an error at the second.
-pub(crate) fn document(text: &str) -> Result<Option<Node>, YamlError> {
+pub(crate) fn document(text: &str) -> Result<Option<Node<'_>>, YamlError> {
     let mut docs = yaml::parse(text)?;
     if docs.len() > 1 {
         return Err(YamlError {

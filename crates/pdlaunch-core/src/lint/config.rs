@@ -141,7 +141,7 @@ pub fn expand(
             Node::Null(at) => {
                 out.push(key_word);
                 let sc =
-                    Scalar { text: String::new(), style: Style::Plain, start: *at, end: *at, map: SrcMap::Offset(*at) };
+                    Scalar { text: "".into(), style: Style::Plain, start: *at, end: *at, map: SrcMap::Offset(*at) };
                 out.push(value_word("None".into(), &sc));
             }
             Node::Seq(s) => {
@@ -162,7 +162,7 @@ pub fn expand(
             Node::Map(_) => {
                 out.push(key_word);
                 let sc = Scalar {
-                    text: String::new(),
+                    text: "".into(),
                     style: Style::Plain,
                     start: value.start(),
                     end: value.start(),
@@ -184,9 +184,9 @@ enum Py {
 /// A scalar as Python's `str()` of PyYAML's (YAML 1.1) value.
 fn py_scalar(sc: &Scalar) -> Py {
     if sc.style != Style::Plain {
-        return Py::Text(sc.text.clone());
+        return Py::Text(sc.text.to_string());
     }
-    let t = sc.text.as_str();
+    let t = &*sc.text;
     match t {
         "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => return Py::Bool(true),
         "n" | "N" | "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => return Py::Bool(false),
@@ -237,7 +237,7 @@ fn to_json(n: &Node) -> serde_json::Value {
         },
         Node::Seq(s) => serde_json::Value::Array(s.items.iter().map(to_json).collect()),
         Node::Map(m) => {
-            serde_json::Value::Object(m.entries.iter().map(|(k, v)| (k.text.clone(), to_json(v))).collect())
+            serde_json::Value::Object(m.entries.iter().map(|(k, v)| (k.text.to_string(), to_json(v))).collect())
         }
     }
 }

@@ -60,19 +60,19 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
             if let Some(g) = gpu_here(m) {
                 around.gpu = Some(g);
             }
-            let is_container = m.entries.iter().any(|(k, v)| {
-                matches!(k.text.as_str(), "command" | "args" | "entrypoint") && !matches!(v, Node::Map(_))
-            });
+            let is_container = m
+                .entries
+                .iter()
+                .any(|(k, v)| matches!(&*k.text, "command" | "args" | "entrypoint") && !matches!(v, Node::Map(_)));
             if is_container {
                 container(m, node, file, dialect, around, out);
             }
             for (k, v) in &m.entries {
-                if is_container && matches!(k.text.as_str(), "command" | "args" | "entrypoint" | "env" | "environment")
-                {
+                if is_container && matches!(&*k.text, "command" | "args" | "entrypoint" | "env" | "environment") {
                     continue;
                 }
                 let before = around.hints.len();
-                match k.text.as_str() {
+                match &*k.text {
                     "engineConfig" | "engine" => around.hints.push("prefill".to_owned()),
                     "decoderConfig" | "decoder" => around.hints.push("decode".to_owned()),
                     "routerConfig" => around.hints.push("router".to_owned()),
@@ -130,7 +130,7 @@ fn gpu_here(m: &Map) -> Option<crate::deployment::Gpu> {
         }
     }
     m.entries.iter().find_map(|(k, v)| {
-        let key = k.text.as_str();
+        let key = &*k.text;
         let named =
             ["nodeSelector", "affinity", "acceleratorClass", "accelerator"].iter().any(|n| key.eq_ignore_ascii_case(n));
         // Both words are at least 10 bytes long: shorter keys cannot hold them.
@@ -173,7 +173,7 @@ fn container(m: &Map, node: &Node, file: usize, dialect: Dialect, around: &Surro
         Some(Node::Map(em)) => {
             for (k, v) in &em.entries {
                 if let Some(v) = v.str() {
-                    env.push((k.text.clone(), v.to_owned()));
+                    env.push((k.text.to_string(), v.to_owned()));
                 }
             }
         }
@@ -232,7 +232,7 @@ fn container(m: &Map, node: &Node, file: usize, dialect: Dialect, around: &Surro
 fn item_word(sc: &Scalar, file: usize, embed: Embed) -> Word {
     let keep = sc.text.bytes().any(|b| b.is_ascii_whitespace()) || sc.text.contains('$');
     Word {
-        text: sc.text.clone(),
+        text: sc.text.to_string(),
         file,
         start: sc.start,
         end: sc.end,
@@ -248,7 +248,7 @@ fn expand_dollars(mut w: Word, sc: &Scalar, dialect: Dialect, env: &[(String, St
     if !w.text.contains('$') {
         return w;
     }
-    let src = sc.text.as_str();
+    let src = &*sc.text;
     let b = src.as_bytes();
     let mut text = String::new();
     let mut table: Vec<usize> = Vec::new();

@@ -7,6 +7,8 @@
 //! scalars, comments, tags (ignored), anchors, aliases and `<<` merge keys. Anything else is an
 //! error with its offset, never a panic.
 
+use std::borrow::Cow;
+use std::cell::Cell;
 use std::collections::HashMap;
 
 use super::source::SrcMap;
@@ -23,9 +25,10 @@ pub enum Style {
 
 /// A scalar with the source offset of each byte.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Scalar {
-    /// The value.
-    pub text: String,
+pub struct Scalar<'a> {
+    /// The value: a slice of the source when it is written as is (most scalars), else its own
+    /// copy (escapes, folded lines, block scalars).
+    pub text: Cow<'a, str>,
     /// How it was written.
     pub style: Style,
     /// Raw span in the source (quotes and block headers included).
@@ -38,19 +41,19 @@ pub struct Scalar {
 
 /// A YAML node.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Node {
+pub enum Node<'a> {
     /// Nothing (an empty value) at an offset.
     Null(usize),
-    Scalar(Scalar),
-    Seq(Seq),
-    Map(Map),
+    Scalar(Scalar<'a>),
+    Seq(Seq<'a>),
+    Map(Map<'a>),
 }
 
 /// A sequence.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Seq {
+pub struct Seq<'a> {
     /// The items.
-    pub items: Vec<Node>,
+    pub items: Vec<Node<'a>>,
     /// `[a, b]` rather than `- a` lines.
     pub flow: bool,
     /// Offset of `[` or of the first `-`.
@@ -61,16 +64,16 @@ pub struct Seq {
 
 /// A mapping, in written order.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Map {
+pub struct Map<'a> {
     /// Keys and values.
-    pub entries: Vec<(Scalar, Node)>,
+    pub entries: Vec<(Scalar<'a>, Node<'a>)>,
     /// Offset of the first key.
     pub start: usize,
 }
 
-impl Node {
+impl<'a> Node<'a> {
     /// The value under `key`, when this is a mapping.
-    pub fn get(&self, key: &str) -> Option<&Node> {
+    pub fn get(&self, key: &str) -> Option<&Node<'a>> {
         match self {
             Node::Map(m) => m.entries.iter().rev().find(|(k, _)| k.text == key).map(|(_, v)| v),
             _ => None,
@@ -84,14 +87,14 @@ impl Node {
         }
     }
     /// The scalar itself.
-    pub fn scalar(&self) -> Option<&Scalar> {
+    pub fn scalar(&self) -> Option<&Scalar<'a>> {
         match self {
             Node::Scalar(s) => Some(s),
             _ => None,
         }
     }
     /// The items of a sequence.
-    pub fn items(&self) -> &[Node] {
+    pub fn items(&self) -> &[Node<'a>] {
         match self {
             Node::Seq(s) => &s.items,
             _ => &[],
@@ -122,8 +125,23 @@ type R<T> = Result<T, YamlError>;
 const MAX_DEPTH: usize = 64;
 
 /// Reads every document of `text`.
-pub fn parse(text: &str) -> Result<Vec<Node>, YamlError> {
-    let mut p = Parser { s: text.as_bytes(), t: text, pos: 0, depth: 0, anchors: HashMap::new() };
+pub fn parse(text: &str) -> Result<Vec<Node<'_>>, YamlError> {
+    // Columns are asked for at every node: a line index answers without scanning back.
+    let mut lines = Vec::with_capacity(text.len() / 24 + 2);
+    lines.push(0);
+    lines.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
+    let mut p = Parser {
+        s: text.as_bytes(),
+        t: text,
+        pos: 0,
+        depth: 0,
+        anchors: HashMap::new(),
+        lines,
+        line: Cell::new(0),
+        entries: Vec::new(),
+        items: Vec::new(),
+        skipped: (usize::MAX, 0, false),
+    };
     p.stream().map_err(|e| tab_indent(text, e))
 }
 
@@ -147,14 +165,49 @@ struct Parser<'a> {
     t: &'a str,
     pos: usize,
     depth: usize,
-    anchors: HashMap<String, Node>,
+    anchors: HashMap<&'a str, Node<'a>>,
+    /// Offset of the start of every line.
+    lines: Vec<usize>,
+    /// Index in `lines` of the line last asked about: the next question is mostly about it or
+    /// the one after.
+    line: Cell<usize>,
+    /// Entries of the block mappings being read, innermost last: each mapping takes its own
+    /// at its end, in a vector of the right size.
+    entries: Vec<(Scalar<'a>, Node<'a>)>,
+    /// Items of the block sequences being read, the same way.
+    items: Vec<Node<'a>>,
+    /// The last run of space skipped: from, to, and whether it crossed a line break.
+    skipped: (usize, usize, bool),
 }
+
+/// How a plain scalar in block context is read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Plain {
+    /// A mapping key: one line, up to `: `.
+    Key,
+    /// A value: `: ` is text, and it may continue on more indented lines.
+    Value,
+    /// A key when its line holds `key: `, else a value.
+    Either,
+}
+
+/// Bytes that may end the text of a plain scalar's line (which ones do depends on the context).
+static PLAIN_STOP: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    let stops = b"\n\r#:,[]{}";
+    while i < stops.len() {
+        t[stops[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
 
 fn is_blank(b: u8) -> bool {
     b == b' ' || b == b'\t'
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     fn at(&self, k: usize) -> Option<u8> {
         self.s.get(self.pos + k).copied()
     }
@@ -162,7 +215,19 @@ impl Parser<'_> {
         Err(YamlError { offset: self.pos.min(self.s.len()), message: message.into() })
     }
     fn line_start(&self, pos: usize) -> usize {
-        self.s[..pos.min(self.s.len())].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
+        let pos = pos.min(self.s.len());
+        let holds = |i: usize| self.lines[i] <= pos && self.lines.get(i + 1).is_none_or(|&next| pos < next);
+        let cur = self.line.get();
+        let i = if holds(cur) {
+            cur
+        } else if cur + 1 < self.lines.len() && holds(cur + 1) {
+            cur + 1
+        } else {
+            // `lines[0]` is 0, so at least one line starts at or before `pos`.
+            self.lines.partition_point(|&s| s <= pos) - 1
+        };
+        self.line.set(i);
+        self.lines[i]
     }
     fn col(&self, pos: usize) -> usize {
         pos - self.line_start(pos)
@@ -170,8 +235,8 @@ impl Parser<'_> {
     /// True at a `---` or `...` line.
     fn at_marker(&self) -> bool {
         let rest = self.s.get(self.pos..).unwrap_or(&[]);
-        self.col(self.pos) == 0
-            && (rest.starts_with(b"---") || rest.starts_with(b"..."))
+        (rest.starts_with(b"---") || rest.starts_with(b"..."))
+            && (self.pos == 0 || self.s[self.pos - 1] == b'\n')
             && self.s.get(self.pos + 3).is_none_or(|&b| b == b' ' || b == b'\n' || b == b'\r' || b == b'\t')
     }
     fn skip_blanks(&mut self) {
@@ -181,23 +246,39 @@ impl Parser<'_> {
     }
     /// Skips blanks, comments and line breaks; returns true when a line break was crossed.
     fn skip_space(&mut self) -> bool {
+        // A collection that ends looks past the space after its last entry, steps back and
+        // leaves it to its parent, which looks again: the last answer is kept for that.
+        let (from, to, crossed) = self.skipped;
+        if from == self.pos {
+            self.pos = to;
+            return crossed;
+        }
+        let from = self.pos;
+        let s = self.s;
+        let mut i = self.pos;
         let mut crossed = false;
-        loop {
-            match self.at(0) {
-                Some(b' ' | b'\t' | b'\r') => self.pos += 1,
-                Some(b'\n') => {
-                    self.pos += 1;
+        while i < s.len() {
+            match s[i] {
+                b' ' | b'\t' | b'\r' => i += 1,
+                b'\n' => {
+                    i += 1;
                     crossed = true;
-                }
-                Some(b'#') if self.pos == 0 || matches!(self.s[self.pos - 1], b' ' | b'\t' | b'\n' | b'\r') => {
-                    while self.at(0).is_some_and(|b| b != b'\n') {
-                        self.pos += 1;
+                    // Indentation: a run of spaces.
+                    while i < s.len() && s[i] == b' ' {
+                        i += 1;
                     }
                 }
-                _ => return crossed,
+                b'#' if i == 0 || matches!(s[i - 1], b' ' | b'\t' | b'\n' | b'\r') => {
+                    i = memchr::memchr(b'\n', &s[i..]).map_or(s.len(), |k| i + k);
+                }
+                _ => break,
             }
         }
+        self.pos = i;
+        self.skipped = (from, i, crossed);
+        crossed
     }
+
     /// True when the rest of the line is empty or a comment.
     fn line_rest_empty(&self) -> bool {
         let mut k = self.pos;
@@ -207,15 +288,12 @@ impl Parser<'_> {
         k >= self.s.len() || self.s[k] == b'\n' || self.s[k] == b'#'
     }
 
-    /// True when the line from here holds `key:` (a mapping entry) rather than a plain value.
-    fn line_has_key(&self) -> bool {
-        if matches!(self.at(0), Some(b'"' | b'\'')) {
-            return true;
-        }
-        let mut k = self.pos;
+    /// True when the line from `from` holds `key:` (a mapping entry) rather than a plain value.
+    fn line_has_key(&self, from: usize) -> bool {
+        let mut k = from;
         while k < self.s.len() && self.s[k] != b'\n' {
             let b = self.s[k];
-            if b == b'#' && k > self.pos && matches!(self.s[k - 1], b' ' | b'\t') {
+            if b == b'#' && k > from && matches!(self.s[k - 1], b' ' | b'\t') {
                 return false;
             }
             if b == b':' && self.s.get(k + 1).is_none_or(|&c| matches!(c, b' ' | b'\t' | b'\n' | b'\r')) {
@@ -226,7 +304,7 @@ impl Parser<'_> {
         false
     }
 
-    fn stream(&mut self) -> R<Vec<Node>> {
+    fn stream(&mut self) -> R<Vec<Node<'a>>> {
         let mut docs = Vec::new();
         loop {
             self.skip_space();
@@ -259,7 +337,16 @@ impl Parser<'_> {
     }
 
     /// Properties (`&anchor`, `!tag`) before a node; returns the anchor name.
-    fn properties(&mut self) -> Option<String> {
+    #[inline]
+    fn properties(&mut self) -> Option<&'a str> {
+        // Most nodes have none.
+        if !matches!(self.at(0), Some(b'&' | b'!')) {
+            return None;
+        }
+        self.properties_slow()
+    }
+
+    fn properties_slow(&mut self) -> Option<&'a str> {
         let mut anchor = None;
         loop {
             match self.at(0) {
@@ -268,7 +355,7 @@ impl Parser<'_> {
                     while self.at(0).is_some_and(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b',' | b']' | b'}')) {
                         self.pos += 1;
                     }
-                    anchor = Some(self.t.get(start..self.pos).unwrap_or("").to_owned());
+                    anchor = Some(self.t.get(start..self.pos).unwrap_or(""));
                     self.skip_blanks();
                 }
                 Some(b'!') => {
@@ -284,7 +371,7 @@ impl Parser<'_> {
 
     /// A node whose lines are indented more than `parent`. `key_ok`: a scalar followed by `: `
     /// starts a block mapping here.
-    fn node(&mut self, parent: isize, key_ok: bool) -> R<Node> {
+    fn node(&mut self, parent: isize, key_ok: bool) -> R<Node<'a>> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             return self.err("nested too deeply");
@@ -294,7 +381,7 @@ impl Parser<'_> {
         r
     }
 
-    fn node_inner(&mut self, parent: isize, key_ok: bool) -> R<Node> {
+    fn node_inner(&mut self, parent: isize, key_ok: bool) -> R<Node<'a>> {
         let here = self.pos;
         let crossed = self.skip_space();
         if self.pos >= self.s.len() || self.at_marker() || (crossed && (self.col(self.pos) as isize) <= parent) {
@@ -322,10 +409,11 @@ impl Parser<'_> {
                 return self.err("complex mapping keys (`? key`) are not supported");
             }
             _ => {
-                let key_ok = key_ok && self.line_has_key();
-                let key = self.scalar_in_block(parent, key_ok)?;
+                // A quoted scalar may be a key; a plain one is when its line holds `key: `.
+                let mode = if key_ok { Plain::Either } else { Plain::Value };
+                let (key, is_key) = self.scalar_in_block(parent, mode)?;
                 self.skip_blanks();
-                if key_ok
+                if is_key
                     && self.at(0) == Some(b':')
                     && self.at(1).is_none_or(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
                 {
@@ -338,14 +426,15 @@ impl Parser<'_> {
         Ok(self.remember(anchor, n))
     }
 
-    fn remember(&mut self, anchor: Option<String>, n: Node) -> Node {
+    #[inline]
+    fn remember(&mut self, anchor: Option<&'a str>, n: Node<'a>) -> Node<'a> {
         if let Some(a) = anchor {
             self.anchors.insert(a, n.clone());
         }
         n
     }
 
-    fn alias(&mut self) -> Node {
+    fn alias(&mut self) -> Node<'a> {
         let at = self.pos;
         self.pos += 1;
         let start = self.pos;
@@ -356,15 +445,15 @@ impl Parser<'_> {
         self.anchors.get(name).cloned().unwrap_or(Node::Null(at))
     }
 
-    fn block_seq(&mut self, col: usize) -> R<Node> {
+    fn block_seq(&mut self, col: usize) -> R<Node<'a>> {
         let start = self.pos;
-        let mut items = Vec::new();
+        let mark = self.items.len();
         loop {
             // On a `-` at column `col`.
             self.pos += 1;
             self.skip_blanks();
             let item = self.node(col as isize, true)?;
-            items.push(item);
+            self.items.push(item);
             let save = self.pos;
             self.skip_space();
             if self.pos < self.s.len()
@@ -378,18 +467,19 @@ impl Parser<'_> {
             self.pos = save;
             break;
         }
+        let items = self.items.drain(mark..).collect();
         Ok(Node::Seq(Seq { items, flow: false, start, indent: col }))
     }
 
-    fn block_map(&mut self, col: usize, first: Scalar) -> R<Node> {
+    fn block_map(&mut self, col: usize, first: Scalar<'a>) -> R<Node<'a>> {
         let start = first.start;
-        let mut entries: Vec<(Scalar, Node)> = Vec::new();
+        let mark = self.entries.len();
         let mut key = first;
         loop {
             // On the `:` after `key`.
             self.pos += 1;
             let value = self.value(col)?;
-            entries.push((key, value));
+            self.entries.push((key, value));
             let save = self.pos;
             self.skip_space();
             if self.pos >= self.s.len() || self.at_marker() || self.col(self.pos) != col {
@@ -403,7 +493,7 @@ impl Parser<'_> {
             let k = if matches!(self.at(0), Some(b'[' | b'{')) {
                 return self.err("flow collections as mapping keys are not supported");
             } else {
-                self.scalar_in_block(col as isize, true)?
+                self.scalar_in_block(col as isize, Plain::Key)?.0
             };
             self.skip_blanks();
             if self.at(0) != Some(b':') {
@@ -411,11 +501,12 @@ impl Parser<'_> {
             }
             key = k;
         }
+        let entries = self.entries.drain(mark..).collect();
         Ok(Node::Map(merge(Map { entries, start })))
     }
 
     /// The value after `key:` of a mapping at column `col`.
-    fn value(&mut self, col: usize) -> R<Node> {
+    fn value(&mut self, col: usize) -> R<Node<'a>> {
         self.skip_blanks();
         let anchor = self.properties();
         if self.line_rest_empty() {
@@ -441,59 +532,75 @@ impl Parser<'_> {
             Some(b'|' | b'>') => Node::Scalar(self.block_scalar(col as isize)?),
             Some(b'*') => self.alias(),
             Some(b'[' | b'{') => self.flow(0)?,
-            _ => Node::Scalar(self.scalar_in_block(col as isize, false)?),
+            _ => Node::Scalar(self.scalar_in_block(col as isize, Plain::Value)?.0),
         };
         Ok(self.remember(anchor, n))
     }
 
-    /// A plain or quoted scalar in block context; `key`: stop a plain scalar at `: `.
-    fn scalar_in_block(&mut self, parent: isize, key: bool) -> R<Scalar> {
+    /// A plain or quoted scalar in block context, read as `mode` says.
+    fn scalar_in_block(&mut self, parent: isize, mode: Plain) -> R<(Scalar<'a>, bool)> {
         match self.at(0) {
-            Some(b'"') => self.double_quoted(),
-            Some(b'\'') => self.single_quoted(),
-            _ => Ok(self.plain(parent, key, false)),
+            Some(b'"') => Ok((self.double_quoted()?, mode != Plain::Value)),
+            Some(b'\'') => Ok((self.single_quoted()?, mode != Plain::Value)),
+            _ => Ok(self.plain(parent, mode, false)),
         }
     }
 
-    /// A plain scalar. In flow context it stops at `,[]{}`; `key` stops it at `: `; in block
-    /// context it continues on lines indented more than `parent`.
-    fn plain(&mut self, parent: isize, key: bool, flow: bool) -> Scalar {
+    /// Where the text of a plain scalar's line ends: at a line break, a comment, `: ` when `key`
+    /// (or in flow context), and at `,[]{}` in flow context. `after_break`: the line continues
+    /// a scalar, so a `#` at its start is a comment too.
+    fn plain_line_stop(&self, from: usize, key: bool, flow: bool, after_break: bool) -> usize {
+        let s = self.s;
+        let mut i = from;
+        while i < s.len() {
+            let b = s[i];
+            // Most bytes are none of these: one table look-up each.
+            if !PLAIN_STOP[b as usize] {
+                i += 1;
+                continue;
+            }
+            match b {
+                b'\n' | b'\r' => return i,
+                b'#' if (i > from && is_blank(s[i - 1])) || (i == from && after_break) => return i,
+                b'#' => {}
+                b':' => {
+                    let next = s.get(i + 1).copied();
+                    if (key || flow) && next.is_none_or(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r')) {
+                        return i;
+                    }
+                    if flow && next.is_some_and(|c| matches!(c, b',' | b']' | b'}')) {
+                        return i;
+                    }
+                }
+                _ if flow => return i,
+                _ => {}
+            }
+            i += 1;
+        }
+        i
+    }
+
+    /// A plain scalar. In flow context it stops at `,[]{}`; a key stops at `: `; a value in
+    /// block context continues on lines indented more than `parent`. Returns the scalar and
+    /// whether it was read as a key (so a `:` after it starts a mapping).
+    fn plain(&mut self, parent: isize, mode: Plain, flow: bool) -> (Scalar<'a>, bool) {
         let start = self.pos;
-        let mut text = String::new();
-        // Most plain scalars are one line: their map is an offset, built as a table only when
-        // a continuation line is folded in.
+        // Most plain scalars are one line: their text is a slice of the source and their map
+        // an offset; a copy and a table are made only when a continuation line is folded in.
+        let mut text: Cow<'a, str> = Cow::Borrowed("");
         let mut table: Vec<usize> = Vec::new();
         let mut first_src: Option<usize> = None;
         let mut pending_break: Option<(usize, usize)> = None; // (newlines, offset)
+        let mut is_key = mode == Plain::Key;
         loop {
             // One line's worth.
             let line_begin = self.pos;
-            let mut last_non_blank = self.pos;
-            while let Some(b) = self.at(0) {
-                if b == b'\n' || b == b'\r' {
-                    break;
-                }
-                if b == b'#' && self.pos > line_begin && matches!(self.s[self.pos - 1], b' ' | b'\t') {
-                    break;
-                }
-                if b == b'#' && self.pos == line_begin && pending_break.is_some() {
-                    break;
-                }
-                if b == b':' && self.at(1).is_none_or(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r')) && (key || flow) {
-                    break;
-                }
-                if flow && matches!(b, b',' | b'[' | b']' | b'{' | b'}') {
-                    break;
-                }
-                if flow && b == b':' && self.at(1).is_some_and(|c| matches!(c, b',' | b']' | b'}')) {
-                    break;
-                }
-                self.pos += 1;
-                if !is_blank(b) {
-                    last_non_blank = self.pos;
-                }
+            let first_line = pending_break.is_none();
+            let stop = self.plain_line_stop(line_begin, mode != Plain::Value, flow, !first_line);
+            let mut seg_end = stop;
+            while seg_end > line_begin && is_blank(self.s[seg_end - 1]) {
+                seg_end -= 1;
             }
-            let seg_end = last_non_blank.max(line_begin);
             if seg_end > line_begin {
                 if pending_break.is_some() && table.is_empty() {
                     if let Some(f) = first_src {
@@ -501,12 +608,13 @@ impl Parser<'_> {
                     }
                 }
                 if let Some((n, at)) = pending_break.take() {
+                    let t = text.to_mut();
                     if n <= 1 {
-                        text.push(' ');
+                        t.push(' ');
                         table.push(at);
                     } else {
                         for _ in 1..n {
-                            text.push('\n');
+                            t.push('\n');
                             table.push(at);
                         }
                     }
@@ -517,10 +625,20 @@ impl Parser<'_> {
                 } else {
                     table.extend(line_begin..line_begin + seg.len());
                 }
-                text.push_str(seg);
+                if text.is_empty() {
+                    text = Cow::Borrowed(seg);
+                } else {
+                    text.to_mut().push_str(seg);
+                }
             }
-            self.pos = seg_end.max(line_begin);
-            if key {
+            self.pos = seg_end;
+            if first_line && mode == Plain::Either {
+                // A key when the line holds `key: `: the scan stopped there. A lone carriage
+                // return stops the scan short of the rest of the line, which decides instead.
+                let cr_alone = self.s.get(stop) == Some(&b'\r') && self.s.get(stop + 1) != Some(&b'\n');
+                is_key = self.s.get(stop) == Some(&b':') || (cr_alone && self.line_has_key(start));
+            }
+            if is_key {
                 break;
             }
             // Continuation lines.
@@ -538,6 +656,7 @@ impl Parser<'_> {
             // Count line breaks and find the next content line.
             let mut breaks = 0;
             let mut m = k;
+            let mut ls = k;
             let brk_at = k;
             loop {
                 while m < self.s.len() && matches!(self.s[m], b' ' | b'\t' | b'\r') {
@@ -546,6 +665,7 @@ impl Parser<'_> {
                 if m < self.s.len() && self.s[m] == b'\n' {
                     breaks += 1;
                     m += 1;
+                    ls = m;
                     continue;
                 }
                 break;
@@ -554,7 +674,6 @@ impl Parser<'_> {
                 self.pos = save;
                 break;
             }
-            let ls = self.line_start(m);
             let c = m - ls;
             let is_marker = c == 0
                 && (self.s[m..].starts_with(b"---") || self.s[m..].starts_with(b"..."))
@@ -585,7 +704,7 @@ impl Parser<'_> {
         }
         let end = self.pos;
         let map = if table.is_empty() { SrcMap::Offset(first_src.unwrap_or(start)) } else { SrcMap::Table(table) };
-        Scalar { text, style: Style::Plain, start, end: end.max(start), map }
+        (Scalar { text, style: Style::Plain, start, end: end.max(start), map }, is_key)
     }
 
     fn fold_breaks(&mut self, text: &mut String, table: &mut Vec<usize>) {
@@ -621,20 +740,20 @@ impl Parser<'_> {
     }
 
     /// A one-line quoted scalar without escapes: its text is a slice of the source.
-    fn quoted_fast(&mut self, quote: u8) -> Option<Scalar> {
+    fn quoted_fast(&mut self, quote: u8) -> Option<Scalar<'a>> {
         let start = self.pos;
         let body = self.s.get(start + 1..)?;
         let k = body.iter().position(|&b| b == quote || b == b'\n' || b == b'\r' || (quote == b'"' && b == b'\\'))?;
         if body[k] != quote || (quote == b'\'' && body.get(k + 1) == Some(&b'\'')) {
             return None;
         }
-        let text = self.t.get(start + 1..start + 1 + k)?.to_owned();
+        let text = Cow::Borrowed(self.t.get(start + 1..start + 1 + k)?);
         self.pos = start + k + 2;
         let style = if quote == b'"' { Style::Double } else { Style::Single };
         Some(Scalar { text, style, start, end: self.pos, map: SrcMap::Offset(start + 1) })
     }
 
-    fn single_quoted(&mut self) -> R<Scalar> {
+    fn single_quoted(&mut self) -> R<Scalar<'a>> {
         if let Some(s) = self.quoted_fast(b'\'') {
             return Ok(s);
         }
@@ -661,7 +780,7 @@ impl Parser<'_> {
                 Some(_) => self.push_char(&mut text, &mut table),
             }
         }
-        Ok(Scalar { text, style: Style::Single, start, end: self.pos, map: SrcMap::Table(table) })
+        Ok(Scalar { text: Cow::Owned(text), style: Style::Single, start, end: self.pos, map: SrcMap::Table(table) })
     }
 
     fn push_char(&mut self, text: &mut String, table: &mut Vec<usize>) {
@@ -678,7 +797,7 @@ impl Parser<'_> {
         self.pos = end;
     }
 
-    fn double_quoted(&mut self) -> R<Scalar> {
+    fn double_quoted(&mut self) -> R<Scalar<'a>> {
         if let Some(s) = self.quoted_fast(b'"') {
             return Ok(s);
         }
@@ -746,7 +865,7 @@ impl Parser<'_> {
                 Some(_) => self.push_char(&mut text, &mut table),
             }
         }
-        Ok(Scalar { text, style: Style::Double, start, end: self.pos, map: SrcMap::Table(table) })
+        Ok(Scalar { text: Cow::Owned(text), style: Style::Double, start, end: self.pos, map: SrcMap::Table(table) })
     }
 
     fn hex(&mut self, n: usize) -> Option<char> {
@@ -757,7 +876,7 @@ impl Parser<'_> {
     }
 
     /// `|` or `>` scalar; its lines are indented more than `parent`.
-    fn block_scalar(&mut self, parent: isize) -> R<Scalar> {
+    fn block_scalar(&mut self, parent: isize) -> R<Scalar<'a>> {
         let start = self.pos;
         let literal = self.s[self.pos] == b'|';
         self.pos += 1;
@@ -876,7 +995,7 @@ impl Parser<'_> {
         let end = if content_lines > 0 { lines[content_lines - 1].1 } else { self.pos };
         self.pos = end.min(self.s.len());
         Ok(Scalar {
-            text,
+            text: Cow::Owned(text),
             style: if literal { Style::Literal } else { Style::Folded },
             start,
             end,
@@ -916,7 +1035,7 @@ impl Parser<'_> {
     }
 
     /// A flow collection or scalar.
-    fn flow(&mut self, depth: usize) -> R<Node> {
+    fn flow(&mut self, depth: usize) -> R<Node<'a>> {
         if depth + self.depth > MAX_DEPTH {
             return self.err("nested too deeply");
         }
@@ -952,7 +1071,7 @@ impl Parser<'_> {
                     let key = match p.flow(depth + 1)? {
                         Node::Scalar(k) => k,
                         Node::Null(at) => Scalar {
-                            text: String::new(),
+                            text: Cow::Borrowed(""),
                             style: Style::Plain,
                             start: at,
                             end: at,
@@ -977,7 +1096,7 @@ impl Parser<'_> {
             Some(b'*') => self.alias(),
             Some(b',' | b']' | b'}') | None => Node::Null(self.pos),
             _ => {
-                let s = self.plain(-1, false, true);
+                let (s, _) = self.plain(-1, Plain::Value, true);
                 if s.text.is_empty() && s.end == s.start {
                     return self.err("unexpected character in a flow collection");
                 }
@@ -989,15 +1108,15 @@ impl Parser<'_> {
 }
 
 /// Applies `<<` merge keys: entries of the merged mappings that the mapping does not set itself.
-fn merge(mut m: Map) -> Map {
+fn merge(mut m: Map<'_>) -> Map<'_> {
     if !m.entries.iter().any(|(k, _)| k.text == "<<" && k.style == Style::Plain) {
         return m;
     }
-    let mut out: Vec<(Scalar, Node)> = Vec::new();
+    let mut out = Vec::new();
     let mut merged: Vec<(Scalar, Node)> = Vec::new();
     for (k, v) in m.entries.drain(..) {
         if k.text == "<<" && k.style == Style::Plain {
-            let sources: Vec<Node> = match v {
+            let sources: Vec<Node<'_>> = match v {
                 Node::Seq(s) => s.items,
                 other => vec![other],
             };
@@ -1026,7 +1145,7 @@ fn merge(mut m: Map) -> Map {
 mod tests {
     use super::*;
 
-    fn one(text: &str) -> Node {
+    fn one(text: &str) -> Node<'_> {
         let mut d = parse(text).unwrap_or_else(|e| panic!("{e:?} in {text:?}"));
         assert_eq!(d.len(), 1, "{d:?}");
         d.remove(0)
