@@ -157,30 +157,36 @@ pub(super) fn table_check(ctx: &Context, relation: Relation, rule: &'static Rule
 
 /// The flags one relation compares: in table order, each destination once (several spellings
 /// across releases share one, `--nsa-*`/`--dsa-*`), without those a dedicated rule reports.
+#[derive(Default)]
 struct Compared {
     flags: Vec<&'static Flag>,
     by_dest: FastMap<&'static str, usize>,
 }
 
 fn compared(relation: Relation) -> &'static Compared {
-    static MUST: OnceLock<Compared> = OnceLock::new();
-    static SHOULD: OnceLock<Compared> = OnceLock::new();
-    static OTHER: OnceLock<Compared> = OnceLock::new();
-    let cell = match relation {
-        Relation::MustMatch => &MUST,
-        Relation::ShouldMatch => &SHOULD,
-        _ => &OTHER,
-    };
-    cell.get_or_init(|| {
-        let mut flags: Vec<&'static Flag> = Vec::new();
-        for f in SERVER_FLAGS.iter().copied().filter(|f| f.relation == relation) {
-            if !DEDICATED.contains(&f.dest) && !flags.iter().any(|g| g.dest == f.dest) {
-                flags.push(f);
+    // Every relation's table, built in one pass over the flag table.
+    static TABLES: OnceLock<Vec<(Relation, Compared)>> = OnceLock::new();
+    let tables = TABLES.get_or_init(|| {
+        let mut tables: Vec<(Relation, Compared)> = Vec::new();
+        for f in SERVER_FLAGS.iter().copied().filter(|f| !DEDICATED.contains(&f.dest)) {
+            let k = match tables.iter().position(|(r, _)| *r == f.relation) {
+                Some(k) => k,
+                None => {
+                    tables.push((f.relation, Compared::default()));
+                    tables.len() - 1
+                }
+            };
+            let table = &mut tables[k].1;
+            if !table.by_dest.contains_key(f.dest) {
+                table.by_dest.insert(f.dest, table.flags.len());
+                table.flags.push(f);
             }
         }
-        let by_dest = flags.iter().enumerate().map(|(k, f)| (f.dest, k)).collect();
-        Compared { flags, by_dest }
-    })
+        tables
+    });
+    // A relation no flag has compares nothing.
+    static EMPTY: OnceLock<Compared> = OnceLock::new();
+    tables.iter().find(|(r, _)| *r == relation).map(|(_, c)| c).unwrap_or_else(|| EMPTY.get_or_init(Compared::default))
 }
 
 #[cfg(test)]
