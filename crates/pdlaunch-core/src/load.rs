@@ -279,7 +279,7 @@ fn seq_read_as_struct(doc: &Node, value: &Value) -> Option<usize> {
         (Node::Seq(s), Value::Object(_)) => Some(s.start),
         (Node::Seq(s), Value::Array(a)) => s.items.iter().zip(a).find_map(|(n, v)| seq_read_as_struct(n, v)),
         (Node::Map(m), Value::Object(o)) => {
-            m.entries.iter().find_map(|(k, n)| o.get(yaml_value::text(k)).and_then(|v| seq_read_as_struct(n, v)))
+            m.entries.iter().find_map(|(k, n)| o.get(&*k.text).and_then(|v| seq_read_as_struct(n, v)))
         }
         _ => None,
     }
@@ -414,7 +414,7 @@ struct JsonOut<'a> {
 impl JsonOut<'_> {
     fn node(&mut self, n: &Node, path: &mut Vec<Step>, key: Option<&Scalar>, parent: Option<usize>, last: bool) {
         if let Some(k) = key {
-            self.text.push_str(&Value::String(yaml_value::text(k).to_owned()).to_string());
+            self.text.push_str(&Value::String(k.text.to_string()).to_string());
             self.text.push(':');
         }
         let at = n.start();
@@ -451,7 +451,7 @@ impl JsonOut<'_> {
                 line.collection = Some("map");
                 self.lines.push(line);
                 for (i, (k, v)) in m.entries.iter().enumerate() {
-                    path.push(Step::Key(yaml_value::text(k).to_owned()));
+                    path.push(Step::Key(k.text.to_string()));
                     self.node(v, path, Some(k), Some(here), i + 1 == m.entries.len());
                     path.pop();
                 }
@@ -460,7 +460,7 @@ impl JsonOut<'_> {
             Node::Null(_) | Node::Scalar(_) => {
                 let plain = match n {
                     Node::Null(_) => Some(""),
-                    Node::Scalar(s) if s.style == Style::Plain => Some(yaml_value::text(s)),
+                    Node::Scalar(s) if s.style == Style::Plain => Some(&*s.text),
                     _ => None,
                 };
                 let fill = self.refill.iter().find(|(o, _)| *o == at).map(|(_, f)| *f);
@@ -505,15 +505,11 @@ impl JsonOut<'_> {
     }
 }
 
-/// 1-based line and column (in characters, as YAML readers count them) of a byte offset.
+/// 1-based line and column (in characters, as YAML readers count them) of a byte offset, as the
+/// linter counts them (errors only: the text is indexed for the one lookup).
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let mut offset = offset.min(text.len());
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
-    }
-    let before = &text[..offset];
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    (before.matches('\n').count() + 1, before[line_start..].chars().count() + 1)
+    let (line, column) = crate::lint::source::SourceFile::new(String::new(), text).position(offset);
+    (line as usize, column as usize)
 }
 
 fn hint_for(message: &str, path: Option<&str>) -> Option<String> {

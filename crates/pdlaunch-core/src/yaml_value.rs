@@ -8,11 +8,6 @@ use serde_json::{Map, Number, Value};
 
 use crate::lint::yaml::{self, Node, Scalar, Style, YamlError};
 
-/// The text of a scalar (one place that knows how the reader stores it).
-pub(crate) fn text<'s>(s: &'s Scalar<'_>) -> &'s str {
-    &s.text
-}
-
 /// Reads a YAML (or JSON) text of at most one document; no document is `null`.
 pub fn from_str(text: &str) -> Result<Value, YamlError> {
     Ok(document(text)?.as_ref().map_or(Value::Null, node_value))
@@ -39,7 +34,7 @@ pub fn node_value(n: &Node) -> Value {
         Node::Map(m) => {
             let mut out = Map::new();
             for (k, v) in &m.entries {
-                out.insert(text(k).to_owned(), node_value(v));
+                out.insert(k.text.to_string(), node_value(v));
             }
             Value::Object(out)
         }
@@ -49,8 +44,8 @@ pub fn node_value(n: &Node) -> Value {
 /// The value of a scalar: a plain one typed by [`plain_value`], any other a string.
 pub fn scalar_value(s: &Scalar) -> Value {
     match s.style {
-        Style::Plain => plain_value(text(s)),
-        _ => Value::String(text(s).to_owned()),
+        Style::Plain => plain_value(&s.text),
+        _ => Value::String(s.text.to_string()),
     }
 }
 
@@ -167,7 +162,7 @@ fn write_node(out: &mut String, n: &Node, indent: usize, inline: bool) {
                 if i > 0 || !inline {
                     pad(out, indent);
                 }
-                out.push_str(&string(text(k)));
+                out.push_str(&string(&k.text));
                 out.push(':');
                 match v {
                     Node::Map(c) if !c.entries.is_empty() => {
@@ -200,8 +195,8 @@ fn write_node(out: &mut String, n: &Node, indent: usize, inline: bool) {
         Node::Scalar(s) => {
             match s.style {
                 // Numbers, booleans and null, written as serde_json wrote them.
-                Style::Plain => out.push_str(text(s)),
-                _ => out.push_str(&string(text(s))),
+                Style::Plain => out.push_str(&s.text),
+                _ => out.push_str(&string(&s.text)),
             }
             out.push('\n');
         }
