@@ -4,7 +4,7 @@ use yew::prelude::*;
 
 use super::diagnostics::Diagnostics;
 use super::outputs::Outputs;
-use super::section::{FormContext, Section};
+use super::section::{FormShared, Section};
 use super::toolbar::Toolbar;
 use crate::browser;
 use crate::state::{Action, State};
@@ -43,7 +43,7 @@ pub fn Builder(props: &BuilderProps) -> Html {
             </div>
         }
     });
-    let form = FormContext {
+    let form = FormShared {
         diagnostics: s.diagnostics.clone(),
         error_path: s.parsed.as_ref().err().and_then(|e| e.path.clone()).map(AttrValue::from),
         dispatch: props.dispatch.clone(),

@@ -7,7 +7,7 @@ use serde_json::Value;
 use yew::prelude::*;
 
 use super::help::Help;
-use super::section::{FormContext, Section};
+use super::section::{FormShared, Section};
 use crate::form::{field_id, Prop, Schema};
 use crate::state::Action;
 
@@ -26,7 +26,7 @@ pub struct GroupProps {
     #[prop_or_default]
     pub side: Option<&'static str>,
     /// Findings, load error and dispatcher.
-    pub form: FormContext,
+    pub form: FormShared,
 }
 
 /// A nested group in a fieldset; an optional one (speculative decoding, hierarchical cache...)

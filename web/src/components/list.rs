@@ -8,7 +8,7 @@ use yew::prelude::*;
 
 use super::finding::FindingCard;
 use super::help::Help;
-use super::section::{FormContext, Section};
+use super::section::{FormShared, Section};
 use crate::form::{field_id, Prop, Schema};
 use crate::state::{Action, Diagnostic};
 
@@ -27,7 +27,7 @@ pub struct ListProps {
     #[prop_or_default]
     pub side: Option<&'static str>,
     /// Findings, load error and dispatcher.
-    pub form: FormContext,
+    pub form: FormShared,
 }
 
 /// A list of groups.

@@ -17,7 +17,7 @@ use crate::state::{Action, Diagnostic};
 /// What every group of the form passes down unchanged: the findings, the load error's field path
 /// and the dispatcher (one prop rather than three on every group).
 #[derive(Clone, PartialEq)]
-pub struct FormContext {
+pub struct FormShared {
     /// Every finding; each field picks its own.
     pub diagnostics: Rc<Vec<Rc<Diagnostic>>>,
     /// The field path of the load error, if the document does not parse.
@@ -39,7 +39,7 @@ pub struct SectionProps {
     #[prop_or_default]
     pub side: Option<&'static str>,
     /// Findings, load error and dispatcher.
-    pub form: FormContext,
+    pub form: FormShared,
 }
 
 fn join(path: &str, name: &str) -> String {
