@@ -288,6 +288,10 @@ fn seq_read_as_struct(doc: &Node, value: &Value) -> Option<usize> {
 /// A YAML syntax error, with the path of the last field before it (where a reader going
 /// through the text stood).
 fn syntax_failure(text: &str, e: yaml::YamlError) -> SerdeFailure {
+    if e.message == yaml_value::MULTIPLE_DOCUMENTS {
+        // About the file, not a field: the field before the `---` would mislead.
+        return (String::new(), Some(line_col(text, e.offset)), e.message);
+    }
     let mut at = e.offset.min(text.len());
     while !text.is_char_boundary(at) {
         at -= 1;
@@ -525,6 +529,11 @@ fn hint_for(message: &str, path: Option<&str>) -> Option<String> {
     }
     if message.starts_with("missing field") {
         return Some("add the field; `pdlaunch init` writes a complete starting deployment".into());
+    }
+    if message == yaml_value::MULTIPLE_DOCUMENTS {
+        return Some(
+            "keep one deployment per file: remove the `---` line and what follows, or move it to its own file".into(),
+        );
     }
     if message.starts_with("invalid type") || message.starts_with("invalid value") {
         return Some(format!("give `{}` a value of the expected type", path.unwrap_or("the field")));
@@ -941,6 +950,8 @@ mod tests {
         let e = parse_deployment(&format!("{BASE}---\n{BASE}"), "f.yaml", Syntax::Yaml).unwrap_err();
         assert_eq!(e.line, Some(BASE.lines().count() + 2));
         assert!(e.message.contains("more than one document"), "{e}");
+        assert_eq!(e.path, None, "about the file, not the field before `---`");
+        assert!(e.hint.as_deref().is_some_and(|h| h.contains("one deployment per file")), "{e}");
     }
 
     /// Plain scalars are text where the field wants text, and empty values empty collections,

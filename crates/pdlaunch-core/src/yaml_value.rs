@@ -13,14 +13,15 @@ pub fn from_str(text: &str) -> Result<Value, YamlError> {
     Ok(document(text)?.as_ref().map_or(Value::Null, node_value))
 }
 
+/// The error of a text with more than one document.
+pub(crate) const MULTIPLE_DOCUMENTS: &str =
+    "deserializing from YAML containing more than one document is not supported";
+
 /// The one document of a text (`None` for none); more than one is an error at the second.
 pub(crate) fn document(text: &str) -> Result<Option<Node<'_>>, YamlError> {
     let mut docs = yaml::parse(text)?;
     if docs.len() > 1 {
-        return Err(YamlError {
-            offset: docs[1].start(),
-            message: "deserializing from YAML containing more than one document is not supported".into(),
-        });
+        return Err(YamlError { offset: docs[1].start(), message: MULTIPLE_DOCUMENTS.into() });
     }
     Ok(docs.pop())
 }
