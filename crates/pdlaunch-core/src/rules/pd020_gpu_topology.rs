@@ -133,17 +133,19 @@ fn check(ctx: &Context) -> Vec<Finding> {
         }
     }
 
-    // GPU ranges: overlaps on one machine, and ranges past the installed GPUs.
-    let ranges: Vec<(&ServerView, Vec<String>)> = ctx.servers.iter().map(|s| (s, physical_gpus(s))).collect();
+    // GPU ranges: overlaps on one machine, and ranges past the installed GPUs. A wildcard bind
+    // address (lint input) does not say which machine a process is on, so only servers on a
+    // known host are compared.
+    let known = |s: &ServerView| !(s.host.is_empty() || matches!(s.host.as_str(), "0.0.0.0" | "::" | "[::]"));
+    let ranges: Vec<(&ServerView, Vec<String>)> =
+        ctx.servers.iter().filter(|s| ctx.deployment.is_some() || known(s)).map(|s| (s, physical_gpus(s))).collect();
     let base_origin = |s: &ServerView| match node_path(ctx, s) {
         Some(p) => Origin::Field { path: format!("{p}.base_gpu_id") },
         None => s.origin("base_gpu_id").cloned().unwrap_or(Origin::Derived),
     };
     for (i, (a, a_ids)) in ranges.iter().enumerate() {
         for (b, b_ids) in &ranges[i + 1..] {
-            // A wildcard bind address (lint input) does not say which machine a process is on.
-            let unknown = a.host.is_empty() || matches!(a.host.as_str(), "0.0.0.0" | "::" | "[::]");
-            if unknown || a.host != b.host || a.label == b.label {
+            if !known(a) || a.host != b.host || a.label == b.label {
                 continue;
             }
             let shared: Vec<String> = a_ids.iter().filter(|g| b_ids.contains(g)).cloned().collect();

@@ -26,8 +26,8 @@ fn divisors(n: u32) -> Vec<String> {
 fn check(ctx: &Context) -> Vec<Finding> {
     let groups = group(&ctx.servers, |s| {
         let (tp, dp) = (s.size("tp_size"), s.attn_dp());
-        let origin = s.origin("tp_size").map(ToString::to_string).unwrap_or_default();
-        (dp > 1 && tp % dp != 0).then_some((tp, dp, origin))
+        // The origin is formatted only for servers that break the rule.
+        (dp > 1 && tp % dp != 0).then(|| (tp, dp, s.origin("tp_size").map(ToString::to_string).unwrap_or_default()))
     });
     groups
         .into_iter()

@@ -22,8 +22,8 @@ fn check(ctx: &Context) -> Vec<Finding> {
     let groups = group(&ctx.servers, |s| {
         let (dp, nnodes) = (s.size("dp_size"), s.size("nnodes"));
         let dp_attention = s.attn_dp() > 1;
-        let origin = s.origin("dp_size").map(ToString::to_string).unwrap_or_default();
-        (dp > 1 && nnodes > 1 && !dp_attention).then_some((dp, nnodes, origin))
+        (dp > 1 && nnodes > 1 && !dp_attention)
+            .then(|| (dp, nnodes, s.origin("dp_size").map(ToString::to_string).unwrap_or_default()))
     });
     groups
         .into_iter()

@@ -28,8 +28,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
         let tp = i64::from(s.size("tp_size"));
         let new = s.release >= Release::V0_5_19;
         let ok = v == 1 || (new && v == tp);
-        let origin = s.origin("moe_dense_tp_size").map(ToString::to_string).unwrap_or_default();
-        (!ok).then_some((v, tp, new, origin))
+        (!ok).then(|| (v, tp, new, s.origin("moe_dense_tp_size").map(ToString::to_string).unwrap_or_default()))
     });
     groups
         .into_iter()

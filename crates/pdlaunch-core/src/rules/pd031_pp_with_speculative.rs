@@ -22,9 +22,11 @@ pub static RULE: Rule = Rule {
 fn check(ctx: &Context) -> Vec<Finding> {
     let groups = group(&ctx.servers, |s| {
         let pp = s.size("pp_size");
+        if pp <= 1 {
+            return None;
+        }
         let algo = s.value("speculative_algorithm").filter(|a| !a.eq_ignore_ascii_case("none"))?;
-        let origin = s.origin("pp_size").map(ToString::to_string).unwrap_or_default();
-        (pp > 1).then_some((pp, algo, origin))
+        Some((pp, algo, s.origin("pp_size").map(ToString::to_string).unwrap_or_default()))
     });
     groups
         .into_iter()

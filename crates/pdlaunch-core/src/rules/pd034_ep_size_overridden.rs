@@ -32,8 +32,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
         let ep: u32 = s.explicit("ep_size")?.parse().ok()?;
         let backend = s.value("moe_a2a_backend").filter(|b| EP_SPANNING.contains(&b.as_str()))?;
         let tp = s.size("tp_size");
-        let origin = s.origin("ep_size").map(ToString::to_string).unwrap_or_default();
-        (ep != tp).then_some((ep, tp, backend, origin))
+        (ep != tp).then(|| (ep, tp, backend, s.origin("ep_size").map(ToString::to_string).unwrap_or_default()))
     });
     groups
         .into_iter()

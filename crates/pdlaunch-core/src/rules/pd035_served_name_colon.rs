@@ -27,8 +27,7 @@ pub static RULE: Rule = Rule {
 
 /// Object-store URIs (Run:ai streamer) are exempt from the check.
 fn is_object_uri(v: &str) -> bool {
-    let l = v.to_lowercase();
-    ["s3://", "gs://", "az://"].iter().any(|p| l.starts_with(p))
+    ["s3://", "gs://", "az://"].iter().any(|p| v.get(..p.len()).is_some_and(|head| head.eq_ignore_ascii_case(p)))
 }
 
 fn check(ctx: &Context) -> Vec<Finding> {
@@ -37,8 +36,8 @@ fn check(ctx: &Context) -> Vec<Finding> {
             Some(n) => (n, "served_model_name"),
             None => (s.value("model_path")?, "model_path"),
         };
-        let origin = s.origin(dest).map(ToString::to_string).unwrap_or_default();
-        (name.contains(':') && !is_object_uri(&name)).then_some((name, dest, origin, s.release))
+        let bad = name.contains(':') && !is_object_uri(&name);
+        bad.then(|| (name, dest, s.origin(dest).map(ToString::to_string).unwrap_or_default(), s.release))
     });
     groups
         .into_iter()
