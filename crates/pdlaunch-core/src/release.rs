@@ -91,8 +91,14 @@ impl Release {
     /// The release named `s` (`v0.5.6`, `0.5.6` and `0.5.6.post2` all name `0.5.6.post2`).
     pub fn named(s: &str) -> Option<Release> {
         let wanted = s.trim().trim_start_matches('v');
-        Release::ALL.into_iter().find(|r| r.as_str() == wanted || r.as_str().split(".post").next() == Some(wanted))
+        Release::ALL.into_iter().find(|r| r.as_str() == wanted || without_post(r.as_str()) == wanted)
     }
+}
+
+/// `0.5.6` of `0.5.6.post2`: the text before the first `.post` (bytes compared directly; image
+/// tags are read for every container).
+fn without_post(name: &str) -> &str {
+    name.as_bytes().windows(5).position(|w| w == b".post").map_or(name, |i| &name[..i])
 }
 
 /// An sglang-router release whose argparse spec ships with pdlaunch.
