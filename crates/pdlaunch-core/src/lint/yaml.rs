@@ -467,7 +467,7 @@ impl<'a> Parser<'a> {
             self.pos = save;
             break;
         }
-        let items = self.items.drain(mark..).collect();
+        let items = self.items.split_off(mark);
         Ok(Node::Seq(Seq { items, flow: false, start, indent: col }))
     }
 
@@ -501,7 +501,7 @@ impl<'a> Parser<'a> {
             }
             key = k;
         }
-        let entries = self.entries.drain(mark..).collect();
+        let entries = self.entries.split_off(mark);
         Ok(Node::Map(merge(Map { entries, start })))
     }
 
