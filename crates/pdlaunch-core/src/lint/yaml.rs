@@ -391,7 +391,8 @@ impl<'a> Parser<'a> {
         let anchor = self.properties();
         if anchor.is_some() && self.line_rest_empty() {
             let n = self.node(parent, true)?;
-            return Ok(self.remember(anchor, n));
+            self.remember(anchor, &n);
+            return Ok(n);
         }
         let col = self.col(self.pos);
         let n = match self.at(0) {
@@ -423,15 +424,17 @@ impl<'a> Parser<'a> {
                 }
             }
         };
-        Ok(self.remember(anchor, n))
+        self.remember(anchor, &n);
+        Ok(n)
     }
 
+    /// Keeps a copy of `n` under its anchor name. By reference: most nodes have no anchor, and
+    /// moving every node in and out would cost them a copy each.
     #[inline]
-    fn remember(&mut self, anchor: Option<&'a str>, n: Node<'a>) -> Node<'a> {
+    fn remember(&mut self, anchor: Option<&'a str>, n: &Node<'a>) {
         if let Some(a) = anchor {
             self.anchors.insert(a, n.clone());
         }
-        n
     }
 
     fn alias(&mut self) -> Node<'a> {
@@ -526,7 +529,8 @@ impl<'a> Parser<'a> {
                 self.pos = here;
                 Node::Null(here)
             };
-            return Ok(self.remember(anchor, n));
+            self.remember(anchor, &n);
+            return Ok(n);
         }
         let n = match self.at(0) {
             Some(b'|' | b'>') => Node::Scalar(self.block_scalar(col as isize)?),
@@ -534,7 +538,8 @@ impl<'a> Parser<'a> {
             Some(b'[' | b'{') => self.flow(0)?,
             _ => Node::Scalar(self.scalar_in_block(col as isize, Plain::Value)?.0),
         };
-        Ok(self.remember(anchor, n))
+        self.remember(anchor, &n);
+        Ok(n)
     }
 
     /// A plain or quoted scalar in block context, read as `mode` says.
@@ -1103,7 +1108,8 @@ impl<'a> Parser<'a> {
                 Node::Scalar(s)
             }
         };
-        Ok(self.remember(anchor, n))
+        self.remember(anchor, &n);
+        Ok(n)
     }
 }
 
