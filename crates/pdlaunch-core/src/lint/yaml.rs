@@ -590,38 +590,55 @@ impl<'a> Parser<'a> {
     /// whether it was read as a key (so a `:` after it starts a mapping).
     fn plain(&mut self, parent: isize, mode: Plain, flow: bool) -> (Scalar<'a>, bool) {
         let start = self.pos;
-        // Most plain scalars are one line: their text is a slice of the source and their map
-        // an offset; a copy and a table are made only when a continuation line is folded in.
-        let mut text: Cow<'a, str> = Cow::Borrowed("");
-        let mut table: Vec<usize> = Vec::new();
-        let mut first_src: Option<usize> = None;
-        let mut pending_break: Option<(usize, usize)> = None; // (newlines, offset)
-        let mut is_key = mode == Plain::Key;
-        loop {
-            // One line's worth.
-            let line_begin = self.pos;
-            let first_line = pending_break.is_none();
-            let stop = self.plain_line_stop(line_begin, mode != Plain::Value, flow, !first_line);
-            let mut seg_end = stop;
-            while seg_end > line_begin && is_blank(self.s[seg_end - 1]) {
-                seg_end -= 1;
+        let key_stop = mode != Plain::Value;
+        let stop = self.plain_line_stop(start, key_stop, flow, false);
+        let first_end = self.trim_blanks_back(start, stop);
+        let is_key = match mode {
+            Plain::Key => true,
+            Plain::Value => false,
+            // A key when the line holds `key: `: the scan stopped there. A lone carriage return
+            // stops the scan short of the rest of the line, which decides instead.
+            Plain::Either => {
+                let cr_alone = self.s.get(stop) == Some(&b'\r') && self.s.get(stop + 1) != Some(&b'\n');
+                self.s.get(stop) == Some(&b':') || (cr_alone && self.line_has_key(start))
             }
+        };
+        self.pos = first_end;
+        let first = self.t.get(start..first_end).unwrap_or("");
+        let mut next = if is_key { None } else { self.plain_continues(parent, flow) };
+        if next.is_none() {
+            // Most plain scalars are one line: their text is a slice of the source and their
+            // map an offset.
+            let scalar = Scalar {
+                text: Cow::Borrowed(first),
+                style: Style::Plain,
+                start,
+                end: first_end,
+                map: SrcMap::Offset(start),
+            };
+            return (scalar, is_key);
+        }
+        // Continuation lines are folded into a copy, with a table.
+        let mut text: Cow<'a, str> = Cow::Borrowed(first);
+        let mut table: Vec<usize> = Vec::new();
+        let mut first_src = (first_end > start).then_some(start);
+        while let Some((breaks, at, line_begin)) = next {
+            let stop = self.plain_line_stop(line_begin, key_stop, flow, true);
+            let seg_end = self.trim_blanks_back(line_begin, stop);
             if seg_end > line_begin {
-                if pending_break.is_some() && table.is_empty() {
+                if table.is_empty() {
                     if let Some(f) = first_src {
                         table.extend(f..f + text.len());
                     }
                 }
-                if let Some((n, at)) = pending_break.take() {
-                    let t = text.to_mut();
-                    if n <= 1 {
-                        t.push(' ');
+                let t = text.to_mut();
+                if breaks <= 1 {
+                    t.push(' ');
+                    table.push(at);
+                } else {
+                    for _ in 1..breaks {
+                        t.push('\n');
                         table.push(at);
-                    } else {
-                        for _ in 1..n {
-                            t.push('\n');
-                            table.push(at);
-                        }
                     }
                 }
                 let seg = self.t.get(line_begin..seg_end).unwrap_or("");
@@ -637,79 +654,84 @@ impl<'a> Parser<'a> {
                 }
             }
             self.pos = seg_end;
-            if first_line && mode == Plain::Either {
-                // A key when the line holds `key: `: the scan stopped there. A lone carriage
-                // return stops the scan short of the rest of the line, which decides instead.
-                let cr_alone = self.s.get(stop) == Some(&b'\r') && self.s.get(stop + 1) != Some(&b'\n');
-                is_key = self.s.get(stop) == Some(&b':') || (cr_alone && self.line_has_key(start));
-            }
-            if is_key {
-                break;
-            }
-            // Continuation lines.
-            let save = self.pos;
-            let mut k = self.pos;
-            while k < self.s.len() && is_blank(self.s[k]) {
-                k += 1;
-            }
-            if (k >= self.s.len() || !matches!(self.s[k], b'\n' | b'\r'))
-                && (!flow || k >= self.s.len() || matches!(self.s[k], b',' | b']' | b'}' | b'#'))
-            {
-                self.pos = save;
-                break;
-            }
-            // Count line breaks and find the next content line.
-            let mut breaks = 0;
-            let mut m = k;
-            let mut ls = k;
-            let brk_at = k;
-            loop {
-                while m < self.s.len() && matches!(self.s[m], b' ' | b'\t' | b'\r') {
-                    m += 1;
-                }
-                if m < self.s.len() && self.s[m] == b'\n' {
-                    breaks += 1;
-                    m += 1;
-                    ls = m;
-                    continue;
-                }
-                break;
-            }
-            if m >= self.s.len() || breaks == 0 {
-                self.pos = save;
-                break;
-            }
-            let c = m - ls;
-            let is_marker = c == 0
-                && (self.s[m..].starts_with(b"---") || self.s[m..].starts_with(b"..."))
-                && self.s.get(m + 3).is_none_or(|&b| matches!(b, b' ' | b'\n' | b'\r' | b'\t'));
-            let next = self.s[m];
-            if (!flow && (c as isize) <= parent) || is_marker || next == b'#' {
-                self.pos = save;
-                break;
-            }
-            if !flow {
-                // A `key:` on the continuation line would be a new mapping entry, not text.
-                let line_end = self.s[m..].iter().position(|&b| b == b'\n').map_or(self.s.len(), |e| m + e);
-                let line = &self.s[m..line_end];
-                if line.windows(2).any(|w| w[0] == b':' && matches!(w[1], b' ' | b'\t'))
-                    || line.ends_with(b":")
-                    || (next == b'-' && line.get(1).is_none_or(|&b| b == b' '))
-                {
-                    self.pos = save;
-                    break;
-                }
-            }
-            if flow && matches!(next, b',' | b']' | b'}' | b'[' | b'{') {
-                self.pos = save;
-                break;
-            }
-            pending_break = Some((breaks, brk_at));
-            self.pos = m;
+            // A line that yields no text ends the scalar: what stopped it is not a break.
+            next = if seg_end > line_begin { self.plain_continues(parent, flow) } else { None };
         }
         let end = self.pos;
         let map = if table.is_empty() { SrcMap::Offset(first_src.unwrap_or(start)) } else { SrcMap::Table(table) };
-        (Scalar { text, style: Style::Plain, start, end: end.max(start), map }, is_key)
+        (Scalar { text, style: Style::Plain, start, end: end.max(start), map }, false)
+    }
+
+    /// `stop` moved back over the blanks before it, not past `from`.
+    fn trim_blanks_back(&self, from: usize, stop: usize) -> usize {
+        let mut end = stop;
+        while end > from && is_blank(self.s[end - 1]) {
+            end -= 1;
+        }
+        end
+    }
+
+    /// Whether the plain scalar whose text ends at the cursor continues on a later line: the
+    /// number of line breaks before that line, where the first break is, and where the line's
+    /// text starts. When it does not, and the space after the cursor was looked across, that
+    /// space is kept for the `skip_space` that follows.
+    fn plain_continues(&mut self, parent: isize, flow: bool) -> Option<(usize, usize, usize)> {
+        let s = self.s;
+        let mut k = self.pos;
+        while k < s.len() && is_blank(s[k]) {
+            k += 1;
+        }
+        if (k >= s.len() || !matches!(s[k], b'\n' | b'\r'))
+            && (!flow || k >= s.len() || matches!(s[k], b',' | b']' | b'}' | b'#'))
+        {
+            return None;
+        }
+        // Count line breaks and find the next content line.
+        let mut breaks = 0;
+        let mut m = k;
+        let mut ls = k;
+        loop {
+            while m < s.len() && matches!(s[m], b' ' | b'\t' | b'\r') {
+                m += 1;
+            }
+            if m < s.len() && s[m] == b'\n' {
+                breaks += 1;
+                m += 1;
+                ls = m;
+                continue;
+            }
+            break;
+        }
+        if m >= s.len() || breaks == 0 {
+            return None;
+        }
+        let c = m - ls;
+        let is_marker = c == 0
+            && (s[m..].starts_with(b"---") || s[m..].starts_with(b"..."))
+            && s.get(m + 3).is_none_or(|&b| matches!(b, b' ' | b'\n' | b'\r' | b'\t'));
+        let next = s[m];
+        if (!flow && (c as isize) <= parent) || is_marker || next == b'#' {
+            if next != b'#' {
+                // What `skip_space` from `k` would find: a comment would make it look further.
+                self.skipped = (k, m, true);
+            }
+            return None;
+        }
+        if !flow {
+            // A `key:` on the continuation line would be a new mapping entry, not text.
+            let line_end = s[m..].iter().position(|&b| b == b'\n').map_or(s.len(), |e| m + e);
+            let line = &s[m..line_end];
+            if line.windows(2).any(|w| w[0] == b':' && matches!(w[1], b' ' | b'\t'))
+                || line.ends_with(b":")
+                || (next == b'-' && line.get(1).is_none_or(|&b| b == b' '))
+            {
+                return None;
+            }
+        }
+        if flow && matches!(next, b',' | b']' | b'}' | b'[' | b'{') {
+            return None;
+        }
+        Some((breaks, k, m))
     }
 
     fn fold_breaks(&mut self, text: &mut String, table: &mut Vec<usize>) {
