@@ -141,6 +141,7 @@ pub fn parse(text: &str) -> Result<Vec<Node<'_>>, YamlError> {
         entries: Vec::new(),
         items: Vec::new(),
         skipped: (usize::MAX, 0, false),
+        block_lines: Vec::new(),
     };
     p.stream().map_err(|e| tab_indent(text, e))
 }
@@ -178,6 +179,8 @@ struct Parser<'a> {
     items: Vec<Node<'a>>,
     /// The last run of space skipped: from, to, and whether it crossed a line break.
     skipped: (usize, usize, bool),
+    /// The lines of the block scalar being read, kept so that each does not allocate its own.
+    block_lines: Vec<(usize, usize)>,
 }
 
 /// How a plain scalar in block context is read.
@@ -948,34 +951,44 @@ impl<'a> Parser<'a> {
                 found.unwrap_or(base).max(base)
             }
         };
-        let mut lines: Vec<(usize, usize)> = Vec::new(); // (content start, content end) per line
-        loop {
-            if self.pos >= self.s.len() {
-                break;
-            }
+        // (content start, content end) per line, in the parser's buffer kept for this.
+        let mut lines = std::mem::take(&mut self.block_lines);
+        lines.clear();
+        let src = self.s;
+        while self.pos < src.len() {
+            // One look at each byte: the indentation, then the blanks after it, then the rest.
             let ls = self.pos;
-            let le = self.s[ls..].iter().position(|&b| b == b'\n').map_or(self.s.len(), |e| ls + e);
-            let spaces = self.s[ls..le].iter().take_while(|&&b| b == b' ').count();
-            let blank = self.s[ls..le].iter().all(|&b| b == b' ' || b == b'\r' || b == b'\t');
-            if !blank && (spaces < indent || (ls == self.line_start(ls) && self.at_marker())) {
+            let mut k = ls;
+            while k < src.len() && src[k] == b' ' {
+                k += 1;
+            }
+            let spaces = k - ls;
+            while k < src.len() && matches!(src[k], b' ' | b'\r' | b'\t') {
+                k += 1;
+            }
+            let blank = k >= src.len() || src[k] == b'\n';
+            if !blank && (spaces < indent || self.at_marker()) {
                 break;
             }
+            let le = if blank { k } else { memchr::memchr(b'\n', &src[k..]).map_or(src.len(), |e| k + e) };
             if blank {
                 lines.push((le, le));
             } else {
-                let ce = if le > ls && self.s[le - 1] == b'\r' { le - 1 } else { le };
+                let ce = if src[le - 1] == b'\r' { le - 1 } else { le };
                 lines.push((ls + indent, ce));
             }
-            self.pos = (le + 1).min(self.s.len());
-            if le >= self.s.len() {
+            self.pos = (le + 1).min(src.len());
+            if le >= src.len() {
                 break;
             }
         }
         // Trailing blank lines belong to the chomping, not the content.
         let content_lines = lines.iter().rposition(|(s, e)| e > s).map_or(0, |i| i + 1);
         let trailing = lines.len() - content_lines;
-        let mut text = String::new();
-        let mut table = Vec::new();
+        // Each line gives at most its content and one line break or space.
+        let capacity = lines.iter().map(|(s, e)| e - s + 1).sum();
+        let mut text = String::with_capacity(capacity);
+        let mut table = Vec::with_capacity(capacity);
         let mut prev_more_indented = false;
         for (i, &(s, e)) in lines[..content_lines].iter().enumerate() {
             let line = self.t.get(s..e).unwrap_or("");
@@ -1021,6 +1034,7 @@ impl<'a> Parser<'a> {
         // Leave the position at the end of the last content line so the caller sees the break.
         let end = if content_lines > 0 { lines[content_lines - 1].1 } else { self.pos };
         self.pos = end.min(self.s.len());
+        self.block_lines = lines;
         Ok(Scalar {
             text: Cow::Owned(text),
             style: if literal { Style::Literal } else { Style::Folded },
