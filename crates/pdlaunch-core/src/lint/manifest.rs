@@ -237,8 +237,10 @@ fn command_words(keys: &Keys, file: usize, dialect: Dialect, env: &[(String, Str
             Node::Seq(s) => {
                 for item in &s.items {
                     if let Node::Scalar(sc) = item {
-                        let w = item_word(sc, file, Embed::YamlItem { flow: s.flow, indent: s.indent });
-                        words.push(expand_dollars(w, sc, dialect, env));
+                        // One look at the bytes for most items: those with neither space nor `$`.
+                        let keep = sc.text.bytes().any(|b| b == b'$' || b.is_ascii_whitespace());
+                        let w = item_word(sc, file, Embed::YamlItem { flow: s.flow, indent: s.indent }, keep);
+                        words.push(if keep && sc.text.contains('$') { expand_dollars(w, sc, dialect, env) } else { w });
                     }
                 }
             }
@@ -278,25 +280,22 @@ fn scan_container_words(words: Vec<Word>, file: usize, around: &Surroundings, ou
     }
 }
 
-fn item_word(sc: &Scalar, file: usize, embed: Embed) -> Word {
-    let keep = sc.text.bytes().any(|b| b.is_ascii_whitespace()) || sc.text.contains('$');
+/// A list item as a word; `keep_map` for one that may hold a nested script (a space or a `$`).
+fn item_word(sc: &Scalar, file: usize, embed: Embed, keep_map: bool) -> Word {
     Word {
         text: sc.text.to_string(),
         file,
         start: sc.start,
         end: sc.end,
         unknown: Vec::new(),
-        map: keep.then(|| sc.map.clone()),
+        map: keep_map.then(|| sc.map.clone()),
         embed,
     }
 }
 
-/// Kubernetes `$(VAR)` / compose `${VAR}` in a list item: literal values substituted, others kept
-/// as written and marked unknown.
+/// Kubernetes `$(VAR)` / compose `${VAR}` in a list item (which holds a `$`): literal values
+/// substituted, others kept as written and marked unknown.
 fn expand_dollars(mut w: Word, sc: &Scalar, dialect: Dialect, env: &[(String, String)]) -> Word {
-    if !w.text.contains('$') {
-        return w;
-    }
     let src = &*sc.text;
     let b = src.as_bytes();
     let mut text = String::new();
