@@ -138,8 +138,10 @@ pub fn parse(text: &str) -> Result<Vec<Node<'_>>, YamlError> {
         anchors: HashMap::new(),
         lines,
         line: Cell::new(0),
-        entries: Vec::new(),
-        items: Vec::new(),
+        // Room for the open collections of a common manifest, so the stacks do not grow (and
+        // copy) a step at a time in every file.
+        entries: Vec::with_capacity(32),
+        items: Vec::with_capacity(16),
         skipped: (usize::MAX, 0, false),
         block_lines: Vec::new(),
     };
