@@ -250,7 +250,16 @@ impl<'a> Parser<'a> {
         }
     }
     /// Skips blanks, comments and line breaks; returns true when a line break was crossed.
+    #[inline]
     fn skip_space(&mut self) -> bool {
+        // Often there is nothing to skip (a node starts where its parent's look ended).
+        if self.s.get(self.pos).is_none_or(|&b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b'#')) {
+            return false;
+        }
+        self.skip_some_space()
+    }
+
+    fn skip_some_space(&mut self) -> bool {
         // A collection that ends looks past the space after its last entry, steps back and
         // leaves it to its parent, which looks again: the last answer is kept for that.
         let (from, to, crossed) = self.skipped;
