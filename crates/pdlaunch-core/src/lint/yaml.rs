@@ -571,14 +571,13 @@ impl<'a> Parser<'a> {
     fn plain_line_stop(&self, from: usize, key: bool, flow: bool, after_break: bool) -> usize {
         let s = self.s;
         let mut i = from;
-        while i < s.len() {
-            let b = s[i];
-            // Most bytes are none of these: one table look-up each.
-            if !PLAIN_STOP[b as usize] {
-                i += 1;
-                continue;
+        loop {
+            // Most bytes are none of these: one table look-up each, in a loop that does no more.
+            match s[i..].iter().position(|&b| PLAIN_STOP[b as usize]) {
+                Some(k) => i += k,
+                None => return s.len(),
             }
-            match b {
+            match s[i] {
                 b'\n' | b'\r' => return i,
                 b'#' if (i > from && is_blank(s[i - 1])) || (i == from && after_break) => return i,
                 b'#' => {}
@@ -596,7 +595,6 @@ impl<'a> Parser<'a> {
             }
             i += 1;
         }
-        i
     }
 
     /// A plain scalar. In flow context it stops at `,[]{}`; a key stops at `: `; a value in
