@@ -49,6 +49,7 @@ struct Keys<'n, 'a> {
     gpu: Option<crate::deployment::Gpu>,
     /// True when some `command`, `args` or `entrypoint` is not a mapping: a container.
     container: bool,
+    // The values of the keys a container reads.
     image: Option<&'n Node<'a>>,
     env: Option<&'n Node<'a>>,
     environment: Option<&'n Node<'a>>,
@@ -58,10 +59,11 @@ struct Keys<'n, 'a> {
 }
 
 impl<'n, 'a> Keys<'n, 'a> {
+    /// Classifies the keys of `m`.
     fn of(m: &'n Map<'a>) -> Keys<'n, 'a> {
         let mut keys = Keys::default();
         for (k, v) in &m.entries {
-            let run = match &*k.text {
+            let slot = match &*k.text {
                 "command" => &mut keys.command,
                 "args" => &mut keys.args,
                 "entrypoint" => &mut keys.entrypoint,
@@ -86,7 +88,7 @@ impl<'n, 'a> Keys<'n, 'a> {
                     continue;
                 }
             };
-            *run = Some(v);
+            *slot = Some(v);
             keys.container |= !matches!(v, Node::Map(_));
         }
         keys
