@@ -39,36 +39,81 @@ pub fn scan_documents(docs: &[Node], file: usize, base: &Surroundings, out: &mut
 /// Keys whose values name a role.
 const ROLE_KEYS: &[&str] = &["name", "subComponentType", "componentType", "role", "component"];
 
+/// What the walk reads from a mapping's keys, found in one pass over its entries. Where a key is
+/// written twice the last entry wins, as `Node::get` reads.
+#[derive(Default)]
+struct Keys<'n, 'a> {
+    /// The value of each of ROLE_KEYS, in that order.
+    roles: [Option<&'n Node<'a>>; ROLE_KEYS.len()],
+    /// The GPU model named under the first key that names one.
+    gpu: Option<crate::deployment::Gpu>,
+    /// True when some `command`, `args` or `entrypoint` is not a mapping: a container.
+    container: bool,
+    // The values of the keys a container reads.
+    image: Option<&'n Node<'a>>,
+    env: Option<&'n Node<'a>>,
+    environment: Option<&'n Node<'a>>,
+    command: Option<&'n Node<'a>>,
+    args: Option<&'n Node<'a>>,
+    entrypoint: Option<&'n Node<'a>>,
+}
+
+impl<'n, 'a> Keys<'n, 'a> {
+    /// Classifies the keys of `m`.
+    fn of(m: &'n Map<'a>) -> Keys<'n, 'a> {
+        let mut keys = Keys::default();
+        for (k, v) in &m.entries {
+            let slot = match &*k.text {
+                "command" => &mut keys.command,
+                "args" => &mut keys.args,
+                "entrypoint" => &mut keys.entrypoint,
+                "image" => {
+                    keys.image = Some(v);
+                    continue;
+                }
+                "env" => {
+                    keys.env = Some(v);
+                    continue;
+                }
+                "environment" => {
+                    keys.environment = Some(v);
+                    continue;
+                }
+                key => {
+                    if let Some(i) = ROLE_KEYS.iter().position(|r| key == *r) {
+                        keys.roles[i] = Some(v);
+                    } else if keys.gpu.is_none() && names_gpu(key) {
+                        keys.gpu = gpu_under(v, 0);
+                    }
+                    continue;
+                }
+            };
+            *slot = Some(v);
+            keys.container |= !matches!(v, Node::Map(_));
+        }
+        keys
+    }
+}
+
 fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, out: &mut Vec<Launch>, depth: usize) {
     if depth > 48 {
         return;
     }
     match node {
         Node::Map(m) => {
-            let saved = (around.hints.len(), around.gpu, around.release);
-            // The value of each role key (the last entry of a key wins, as `get` reads), found in
-            // one pass over the entries, then kept in the order of ROLE_KEYS.
-            let mut roles: [Option<&Node>; ROLE_KEYS.len()] = [None; ROLE_KEYS.len()];
-            for (k, v) in &m.entries {
-                if let Some(i) = ROLE_KEYS.iter().position(|r| k.text == *r) {
-                    roles[i] = Some(v);
-                }
-            }
-            for v in roles.into_iter().flatten().filter_map(Node::str) {
+            let saved = (around.hints.len(), around.gpu);
+            let keys = Keys::of(m);
+            for v in keys.roles.into_iter().flatten().filter_map(Node::str) {
                 push_hint(&mut around.hints, v);
             }
-            if let Some(g) = gpu_here(m) {
+            if let Some(g) = keys.gpu {
                 around.gpu = Some(g);
             }
-            let is_container = m
-                .entries
-                .iter()
-                .any(|(k, v)| matches!(&*k.text, "command" | "args" | "entrypoint") && !matches!(v, Node::Map(_)));
-            if is_container {
-                container(m, node, file, dialect, around, out);
+            if keys.container {
+                container(&keys, file, dialect, around, out);
             }
             for (k, v) in &m.entries {
-                if is_container && matches!(&*k.text, "command" | "args" | "entrypoint" | "env" | "environment") {
+                if keys.container && matches!(&*k.text, "command" | "args" | "entrypoint" | "env" | "environment") {
                     continue;
                 }
                 let before = around.hints.len();
@@ -83,7 +128,6 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
             }
             around.hints.truncate(saved.0);
             around.gpu = saved.1;
-            around.release = saved.2;
         }
         Node::Seq(s) => {
             for item in &s.items {
@@ -104,53 +148,48 @@ fn push_hint(hints: &mut Vec<String>, name: &str) {
 /// True when `name` holds `prefill`, `decode` or `router` in any case.
 fn has_role_word(name: &str) -> bool {
     let b = name.as_bytes();
-    // Each word starts with a letter no other starts with: look at those positions only.
-    (0..b.len()).any(|i| {
+    // Each word starts with a letter no other starts with: look at those positions only, up to
+    // where the shortest word (six letters) still fits. `| 0x20` lowercases the three letters
+    // and maps no other byte onto them.
+    (0..(b.len() + 1).saturating_sub(6)).any(|i| {
         let rest = &b[i..];
-        match b[i].to_ascii_lowercase() {
+        match b[i] | 0x20 {
             b'p' => rest.len() >= 7 && rest[..7].eq_ignore_ascii_case(b"prefill"),
-            b'd' => rest.len() >= 6 && rest[..6].eq_ignore_ascii_case(b"decode"),
-            b'r' => rest.len() >= 6 && rest[..6].eq_ignore_ascii_case(b"router"),
+            b'd' => rest[..6].eq_ignore_ascii_case(b"decode"),
+            b'r' => rest[..6].eq_ignore_ascii_case(b"router"),
             _ => false,
         }
     })
 }
 
-/// The GPU model named by a node selector, affinity or label on this mapping.
-fn gpu_here(m: &Map) -> Option<crate::deployment::Gpu> {
-    fn deep(n: &Node, depth: usize) -> Option<crate::deployment::Gpu> {
-        if depth > 8 {
-            return None;
-        }
-        match n {
-            Node::Scalar(s) => gpu_in_text(&s.text),
-            Node::Seq(s) => s.items.iter().find_map(|i| deep(i, depth + 1)),
-            Node::Map(m) => m.entries.iter().find_map(|(_, v)| deep(v, depth + 1)),
-            Node::Null(_) => None,
-        }
-    }
-    m.entries.iter().find_map(|(k, v)| {
-        let key = &*k.text;
-        let named =
-            ["nodeSelector", "affinity", "acceleratorClass", "accelerator"].iter().any(|n| key.eq_ignore_ascii_case(n));
+/// True for a key under which a node selector, affinity or label names the GPU model.
+fn names_gpu(key: &str) -> bool {
+    ["nodeSelector", "affinity", "acceleratorClass", "accelerator"].iter().any(|n| key.eq_ignore_ascii_case(n))
         // Both words are at least 10 bytes long: shorter keys cannot hold them.
-        if named || key.len() >= 10 && (key.contains("gpu.product") || key.contains("ccelerator")) {
-            deep(v, 0)
-        } else {
-            None
-        }
-    })
+        || key.len() >= 10 && (key.contains("gpu.product") || key.contains("ccelerator"))
 }
 
-fn container(m: &Map, node: &Node, file: usize, dialect: Dialect, around: &Surroundings, out: &mut Vec<Launch>) {
-    let mut around = around.clone();
-    if let Some(image) = node.get("image").and_then(Node::str) {
-        if let Some(r) = release_in_image(image) {
-            around.release = Some(r);
-        }
+/// The GPU model named by the first scalar under `n`.
+fn gpu_under(n: &Node, depth: usize) -> Option<crate::deployment::Gpu> {
+    if depth > 8 {
+        return None;
     }
-    let mut env: Vec<(String, String)> = around.env.clone();
-    match node.get("env").or_else(|| node.get("environment")) {
+    match n {
+        Node::Scalar(s) => gpu_in_text(&s.text),
+        Node::Seq(s) => s.items.iter().find_map(|i| gpu_under(i, depth + 1)),
+        Node::Map(m) => m.entries.iter().find_map(|(_, v)| gpu_under(v, depth + 1)),
+        Node::Null(_) => None,
+    }
+}
+
+/// Scans one container's command with its image's release and its environment added to
+/// `around`, which it leaves as it found it.
+fn container(keys: &Keys, file: usize, dialect: Dialect, around: &mut Surroundings, out: &mut Vec<Launch>) {
+    let (release, env_len) = (around.release, around.env.len());
+    if let Some(r) = keys.image.and_then(Node::str).and_then(release_in_image) {
+        around.release = Some(r);
+    }
+    match keys.env.or(keys.environment) {
         Some(Node::Seq(s)) => {
             for item in &s.items {
                 match item {
@@ -158,12 +197,12 @@ fn container(m: &Map, node: &Node, file: usize, dialect: Dialect, around: &Surro
                         if let (Some(n), Some(v)) =
                             (item.get("name").and_then(Node::str), item.get("value").and_then(Node::str))
                         {
-                            env.push((n.to_owned(), v.to_owned()));
+                            around.env.push((n.to_owned(), v.to_owned()));
                         }
                     }
                     Node::Scalar(s) => {
                         if let Some((k, v)) = s.text.split_once('=') {
-                            env.push((k.to_owned(), v.to_owned()));
+                            around.env.push((k.to_owned(), v.to_owned()));
                         }
                     }
                     _ => {}
@@ -173,26 +212,37 @@ fn container(m: &Map, node: &Node, file: usize, dialect: Dialect, around: &Surro
         Some(Node::Map(em)) => {
             for (k, v) in &em.entries {
                 if let Some(v) = v.str() {
-                    env.push((k.text.to_string(), v.to_owned()));
+                    around.env.push((k.text.to_string(), v.to_owned()));
                 }
             }
         }
         _ => {}
     }
-    around.env = env.clone();
-    let order: &[&str] = match dialect {
-        Dialect::Kubernetes => &["command", "args"],
-        Dialect::Compose => &["entrypoint", "command"],
+    let words = command_words(keys, file, dialect, &around.env);
+    if !words.is_empty() {
+        scan_container_words(words, file, around, out);
+    }
+    around.env.truncate(env_len);
+    around.release = release;
+}
+
+/// The words of a container's command: `command` then `args` (Kubernetes), `entrypoint` then
+/// `command` (compose); a list's items are words, a string is split like a shell.
+fn command_words(keys: &Keys, file: usize, dialect: Dialect, env: &[(String, String)]) -> Vec<Word> {
+    let order = match dialect {
+        Dialect::Kubernetes => [keys.command, keys.args],
+        Dialect::Compose => [keys.entrypoint, keys.command],
     };
     let mut words: Vec<Word> = Vec::new();
-    for key in order {
-        let Some((_, v)) = m.entries.iter().rev().find(|(k, _)| k.text == *key) else { continue };
+    for v in order.into_iter().flatten() {
         match v {
             Node::Seq(s) => {
                 for item in &s.items {
                     if let Node::Scalar(sc) = item {
-                        let w = item_word(sc, file, Embed::YamlItem { flow: s.flow, indent: s.indent });
-                        words.push(expand_dollars(w, sc, dialect, &env));
+                        // One look at the bytes for most items: those with neither space nor `$`.
+                        let keep = sc.text.bytes().any(|b| b == b'$' || b.is_ascii_whitespace());
+                        let w = item_word(sc, file, Embed::YamlItem { flow: s.flow, indent: s.indent }, keep);
+                        words.push(if keep && sc.text.contains('$') { expand_dollars(w, sc, dialect, env) } else { w });
                     }
                 }
             }
@@ -207,47 +257,47 @@ fn container(m: &Map, node: &Node, file: usize, dialect: Dialect, around: &Surro
             _ => {}
         }
     }
-    if words.is_empty() {
-        return;
-    }
+    words
+}
+
+/// Looks for a launch in a container's command words.
+fn scan_container_words(words: Vec<Word>, file: usize, around: &Surroundings, out: &mut Vec<Launch>) {
     let vars = Vars::default();
+    let env = &around.env;
     if find_launch(&words).is_some() {
         // The launch takes the words as its arguments: no copy.
-        scan_command(std::borrow::Cow::Owned(words), &env, &vars, &around, out, 0);
+        scan_command(std::borrow::Cow::Owned(words), env, &vars, around, out, 0);
         return;
     }
     let before = out.len();
-    scan_words(&words, &env, &vars, &around, out, 0);
+    scan_words(&words, env, &vars, around, out, 0);
     if out.len() == before {
         // A script in one item that the word scan did not recognise as `sh -c` (e.g. `args: [|]`).
         for w in &words {
             if let (Some(map), true) = (&w.map, w.text.contains("sglang")) {
                 let mut vars = Vars::default();
-                scan_shell(&w.text, map, file, true, &mut vars, &around, out, 1);
+                scan_shell(&w.text, map, file, true, &mut vars, around, out, 1);
             }
         }
     }
 }
 
-fn item_word(sc: &Scalar, file: usize, embed: Embed) -> Word {
-    let keep = sc.text.bytes().any(|b| b.is_ascii_whitespace()) || sc.text.contains('$');
+/// A list item as a word; `keep_map` for one that may hold a nested script (a space or a `$`).
+fn item_word(sc: &Scalar, file: usize, embed: Embed, keep_map: bool) -> Word {
     Word {
         text: sc.text.to_string(),
         file,
         start: sc.start,
         end: sc.end,
         unknown: Vec::new(),
-        map: keep.then(|| sc.map.clone()),
+        map: keep_map.then(|| sc.map.clone()),
         embed,
     }
 }
 
-/// Kubernetes `$(VAR)` / compose `${VAR}` in a list item: literal values substituted, others kept
-/// as written and marked unknown.
+/// Kubernetes `$(VAR)` / compose `${VAR}` in a list item (which holds a `$`): literal values
+/// substituted, others kept as written and marked unknown.
 fn expand_dollars(mut w: Word, sc: &Scalar, dialect: Dialect, env: &[(String, String)]) -> Word {
-    if !w.text.contains('$') {
-        return w;
-    }
     let src = &*sc.text;
     let b = src.as_bytes();
     let mut text = String::new();

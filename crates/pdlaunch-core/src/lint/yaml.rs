@@ -138,9 +138,12 @@ pub fn parse(text: &str) -> Result<Vec<Node<'_>>, YamlError> {
         anchors: HashMap::new(),
         lines,
         line: Cell::new(0),
-        entries: Vec::new(),
-        items: Vec::new(),
+        // Room for the open collections of a common manifest, so the stacks do not grow (and
+        // copy) a step at a time in every file.
+        entries: Vec::with_capacity(32),
+        items: Vec::with_capacity(16),
         skipped: (usize::MAX, 0, false),
+        block_lines: Vec::new(),
     };
     p.stream().map_err(|e| tab_indent(text, e))
 }
@@ -178,6 +181,8 @@ struct Parser<'a> {
     items: Vec<Node<'a>>,
     /// The last run of space skipped: from, to, and whether it crossed a line break.
     skipped: (usize, usize, bool),
+    /// The lines of the block scalar being read, kept so that each does not allocate its own.
+    block_lines: Vec<(usize, usize)>,
 }
 
 /// How a plain scalar in block context is read.
@@ -245,7 +250,16 @@ impl<'a> Parser<'a> {
         }
     }
     /// Skips blanks, comments and line breaks; returns true when a line break was crossed.
+    #[inline]
     fn skip_space(&mut self) -> bool {
+        // Often there is nothing to skip (a node starts where its parent's look ended).
+        if self.s.get(self.pos).is_none_or(|&b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b'#')) {
+            return false;
+        }
+        self.skip_some_space()
+    }
+
+    fn skip_some_space(&mut self) -> bool {
         // A collection that ends looks past the space after its last entry, steps back and
         // leaves it to its parent, which looks again: the last answer is kept for that.
         let (from, to, crossed) = self.skipped;
@@ -391,7 +405,8 @@ impl<'a> Parser<'a> {
         let anchor = self.properties();
         if anchor.is_some() && self.line_rest_empty() {
             let n = self.node(parent, true)?;
-            return Ok(self.remember(anchor, n));
+            self.remember(anchor, &n);
+            return Ok(n);
         }
         let col = self.col(self.pos);
         let n = match self.at(0) {
@@ -423,15 +438,17 @@ impl<'a> Parser<'a> {
                 }
             }
         };
-        Ok(self.remember(anchor, n))
+        self.remember(anchor, &n);
+        Ok(n)
     }
 
+    /// Keeps a copy of `n` under its anchor name. By reference: most nodes have no anchor, and
+    /// moving every node in and out would cost them a copy each.
     #[inline]
-    fn remember(&mut self, anchor: Option<&'a str>, n: Node<'a>) -> Node<'a> {
+    fn remember(&mut self, anchor: Option<&'a str>, n: &Node<'a>) {
         if let Some(a) = anchor {
             self.anchors.insert(a, n.clone());
         }
-        n
     }
 
     fn alias(&mut self) -> Node<'a> {
@@ -467,7 +484,7 @@ impl<'a> Parser<'a> {
             self.pos = save;
             break;
         }
-        let items = self.items.drain(mark..).collect();
+        let items = self.items.split_off(mark);
         Ok(Node::Seq(Seq { items, flow: false, start, indent: col }))
     }
 
@@ -501,7 +518,7 @@ impl<'a> Parser<'a> {
             }
             key = k;
         }
-        let entries = self.entries.drain(mark..).collect();
+        let entries = self.entries.split_off(mark);
         Ok(Node::Map(merge(Map { entries, start })))
     }
 
@@ -526,7 +543,8 @@ impl<'a> Parser<'a> {
                 self.pos = here;
                 Node::Null(here)
             };
-            return Ok(self.remember(anchor, n));
+            self.remember(anchor, &n);
+            return Ok(n);
         }
         let n = match self.at(0) {
             Some(b'|' | b'>') => Node::Scalar(self.block_scalar(col as isize)?),
@@ -534,7 +552,8 @@ impl<'a> Parser<'a> {
             Some(b'[' | b'{') => self.flow(0)?,
             _ => Node::Scalar(self.scalar_in_block(col as isize, Plain::Value)?.0),
         };
-        Ok(self.remember(anchor, n))
+        self.remember(anchor, &n);
+        Ok(n)
     }
 
     /// A plain or quoted scalar in block context, read as `mode` says.
@@ -552,14 +571,13 @@ impl<'a> Parser<'a> {
     fn plain_line_stop(&self, from: usize, key: bool, flow: bool, after_break: bool) -> usize {
         let s = self.s;
         let mut i = from;
-        while i < s.len() {
-            let b = s[i];
-            // Most bytes are none of these: one table look-up each.
-            if !PLAIN_STOP[b as usize] {
-                i += 1;
-                continue;
+        loop {
+            // Most bytes are none of these: one table look-up each, in a loop that does no more.
+            match s[i..].iter().position(|&b| PLAIN_STOP[b as usize]) {
+                Some(k) => i += k,
+                None => return s.len(),
             }
-            match b {
+            match s[i] {
                 b'\n' | b'\r' => return i,
                 b'#' if (i > from && is_blank(s[i - 1])) || (i == from && after_break) => return i,
                 b'#' => {}
@@ -577,7 +595,6 @@ impl<'a> Parser<'a> {
             }
             i += 1;
         }
-        i
     }
 
     /// A plain scalar. In flow context it stops at `,[]{}`; a key stops at `: `; a value in
@@ -585,38 +602,55 @@ impl<'a> Parser<'a> {
     /// whether it was read as a key (so a `:` after it starts a mapping).
     fn plain(&mut self, parent: isize, mode: Plain, flow: bool) -> (Scalar<'a>, bool) {
         let start = self.pos;
-        // Most plain scalars are one line: their text is a slice of the source and their map
-        // an offset; a copy and a table are made only when a continuation line is folded in.
-        let mut text: Cow<'a, str> = Cow::Borrowed("");
-        let mut table: Vec<usize> = Vec::new();
-        let mut first_src: Option<usize> = None;
-        let mut pending_break: Option<(usize, usize)> = None; // (newlines, offset)
-        let mut is_key = mode == Plain::Key;
-        loop {
-            // One line's worth.
-            let line_begin = self.pos;
-            let first_line = pending_break.is_none();
-            let stop = self.plain_line_stop(line_begin, mode != Plain::Value, flow, !first_line);
-            let mut seg_end = stop;
-            while seg_end > line_begin && is_blank(self.s[seg_end - 1]) {
-                seg_end -= 1;
+        let key_stop = mode != Plain::Value;
+        let stop = self.plain_line_stop(start, key_stop, flow, false);
+        let first_end = self.trim_blanks_back(start, stop);
+        let is_key = match mode {
+            Plain::Key => true,
+            Plain::Value => false,
+            // A key when the line holds `key: `: the scan stopped there. A lone carriage return
+            // stops the scan short of the rest of the line, which decides instead.
+            Plain::Either => {
+                let cr_alone = self.s.get(stop) == Some(&b'\r') && self.s.get(stop + 1) != Some(&b'\n');
+                self.s.get(stop) == Some(&b':') || (cr_alone && self.line_has_key(start))
             }
+        };
+        self.pos = first_end;
+        let first = self.t.get(start..first_end).unwrap_or("");
+        let mut next = if is_key { None } else { self.plain_continues(parent, flow) };
+        if next.is_none() {
+            // Most plain scalars are one line: their text is a slice of the source and their
+            // map an offset.
+            let scalar = Scalar {
+                text: Cow::Borrowed(first),
+                style: Style::Plain,
+                start,
+                end: first_end,
+                map: SrcMap::Offset(start),
+            };
+            return (scalar, is_key);
+        }
+        // Continuation lines are folded into a copy, with a table.
+        let mut text: Cow<'a, str> = Cow::Borrowed(first);
+        let mut table: Vec<usize> = Vec::new();
+        let mut first_src = (first_end > start).then_some(start);
+        while let Some((breaks, at, line_begin)) = next {
+            let stop = self.plain_line_stop(line_begin, key_stop, flow, true);
+            let seg_end = self.trim_blanks_back(line_begin, stop);
             if seg_end > line_begin {
-                if pending_break.is_some() && table.is_empty() {
+                if table.is_empty() {
                     if let Some(f) = first_src {
                         table.extend(f..f + text.len());
                     }
                 }
-                if let Some((n, at)) = pending_break.take() {
-                    let t = text.to_mut();
-                    if n <= 1 {
-                        t.push(' ');
+                let t = text.to_mut();
+                if breaks <= 1 {
+                    t.push(' ');
+                    table.push(at);
+                } else {
+                    for _ in 1..breaks {
+                        t.push('\n');
                         table.push(at);
-                    } else {
-                        for _ in 1..n {
-                            t.push('\n');
-                            table.push(at);
-                        }
                     }
                 }
                 let seg = self.t.get(line_begin..seg_end).unwrap_or("");
@@ -632,79 +666,84 @@ impl<'a> Parser<'a> {
                 }
             }
             self.pos = seg_end;
-            if first_line && mode == Plain::Either {
-                // A key when the line holds `key: `: the scan stopped there. A lone carriage
-                // return stops the scan short of the rest of the line, which decides instead.
-                let cr_alone = self.s.get(stop) == Some(&b'\r') && self.s.get(stop + 1) != Some(&b'\n');
-                is_key = self.s.get(stop) == Some(&b':') || (cr_alone && self.line_has_key(start));
-            }
-            if is_key {
-                break;
-            }
-            // Continuation lines.
-            let save = self.pos;
-            let mut k = self.pos;
-            while k < self.s.len() && is_blank(self.s[k]) {
-                k += 1;
-            }
-            if (k >= self.s.len() || !matches!(self.s[k], b'\n' | b'\r'))
-                && (!flow || k >= self.s.len() || matches!(self.s[k], b',' | b']' | b'}' | b'#'))
-            {
-                self.pos = save;
-                break;
-            }
-            // Count line breaks and find the next content line.
-            let mut breaks = 0;
-            let mut m = k;
-            let mut ls = k;
-            let brk_at = k;
-            loop {
-                while m < self.s.len() && matches!(self.s[m], b' ' | b'\t' | b'\r') {
-                    m += 1;
-                }
-                if m < self.s.len() && self.s[m] == b'\n' {
-                    breaks += 1;
-                    m += 1;
-                    ls = m;
-                    continue;
-                }
-                break;
-            }
-            if m >= self.s.len() || breaks == 0 {
-                self.pos = save;
-                break;
-            }
-            let c = m - ls;
-            let is_marker = c == 0
-                && (self.s[m..].starts_with(b"---") || self.s[m..].starts_with(b"..."))
-                && self.s.get(m + 3).is_none_or(|&b| matches!(b, b' ' | b'\n' | b'\r' | b'\t'));
-            let next = self.s[m];
-            if (!flow && (c as isize) <= parent) || is_marker || next == b'#' {
-                self.pos = save;
-                break;
-            }
-            if !flow {
-                // A `key:` on the continuation line would be a new mapping entry, not text.
-                let line_end = self.s[m..].iter().position(|&b| b == b'\n').map_or(self.s.len(), |e| m + e);
-                let line = &self.s[m..line_end];
-                if line.windows(2).any(|w| w[0] == b':' && matches!(w[1], b' ' | b'\t'))
-                    || line.ends_with(b":")
-                    || (next == b'-' && line.get(1).is_none_or(|&b| b == b' '))
-                {
-                    self.pos = save;
-                    break;
-                }
-            }
-            if flow && matches!(next, b',' | b']' | b'}' | b'[' | b'{') {
-                self.pos = save;
-                break;
-            }
-            pending_break = Some((breaks, brk_at));
-            self.pos = m;
+            // A line that yields no text ends the scalar: what stopped it is not a break.
+            next = if seg_end > line_begin { self.plain_continues(parent, flow) } else { None };
         }
         let end = self.pos;
         let map = if table.is_empty() { SrcMap::Offset(first_src.unwrap_or(start)) } else { SrcMap::Table(table) };
-        (Scalar { text, style: Style::Plain, start, end: end.max(start), map }, is_key)
+        (Scalar { text, style: Style::Plain, start, end: end.max(start), map }, false)
+    }
+
+    /// `stop` moved back over the blanks before it, not past `from`.
+    fn trim_blanks_back(&self, from: usize, stop: usize) -> usize {
+        let mut end = stop;
+        while end > from && is_blank(self.s[end - 1]) {
+            end -= 1;
+        }
+        end
+    }
+
+    /// Whether the plain scalar whose text ends at the cursor continues on a later line: the
+    /// number of line breaks before that line, where the first break is, and where the line's
+    /// text starts. When it does not, and the space after the cursor was looked across, that
+    /// space is kept for the `skip_space` that follows.
+    fn plain_continues(&mut self, parent: isize, flow: bool) -> Option<(usize, usize, usize)> {
+        let s = self.s;
+        let mut k = self.pos;
+        while k < s.len() && is_blank(s[k]) {
+            k += 1;
+        }
+        if (k >= s.len() || !matches!(s[k], b'\n' | b'\r'))
+            && (!flow || k >= s.len() || matches!(s[k], b',' | b']' | b'}' | b'#'))
+        {
+            return None;
+        }
+        // Count line breaks and find the next content line.
+        let mut breaks = 0;
+        let mut m = k;
+        let mut ls = k;
+        loop {
+            while m < s.len() && matches!(s[m], b' ' | b'\t' | b'\r') {
+                m += 1;
+            }
+            if m < s.len() && s[m] == b'\n' {
+                breaks += 1;
+                m += 1;
+                ls = m;
+                continue;
+            }
+            break;
+        }
+        if m >= s.len() || breaks == 0 {
+            return None;
+        }
+        let c = m - ls;
+        let is_marker = c == 0
+            && (s[m..].starts_with(b"---") || s[m..].starts_with(b"..."))
+            && s.get(m + 3).is_none_or(|&b| matches!(b, b' ' | b'\n' | b'\r' | b'\t'));
+        let next = s[m];
+        if (!flow && (c as isize) <= parent) || is_marker || next == b'#' {
+            if next != b'#' {
+                // What `skip_space` from `k` would find: a comment would make it look further.
+                self.skipped = (k, m, true);
+            }
+            return None;
+        }
+        if !flow {
+            // A `key:` on the continuation line would be a new mapping entry, not text.
+            let line_end = s[m..].iter().position(|&b| b == b'\n').map_or(s.len(), |e| m + e);
+            let line = &s[m..line_end];
+            if line.windows(2).any(|w| w[0] == b':' && matches!(w[1], b' ' | b'\t'))
+                || line.ends_with(b":")
+                || (next == b'-' && line.get(1).is_none_or(|&b| b == b' '))
+            {
+                return None;
+            }
+        }
+        if flow && matches!(next, b',' | b']' | b'}' | b'[' | b'{') {
+            return None;
+        }
+        Some((breaks, k, m))
     }
 
     fn fold_breaks(&mut self, text: &mut String, table: &mut Vec<usize>) {
@@ -921,34 +960,44 @@ impl<'a> Parser<'a> {
                 found.unwrap_or(base).max(base)
             }
         };
-        let mut lines: Vec<(usize, usize)> = Vec::new(); // (content start, content end) per line
-        loop {
-            if self.pos >= self.s.len() {
-                break;
-            }
+        // (content start, content end) per line, in the parser's buffer kept for this.
+        let mut lines = std::mem::take(&mut self.block_lines);
+        lines.clear();
+        let src = self.s;
+        while self.pos < src.len() {
+            // One look at each byte: the indentation, then the blanks after it, then the rest.
             let ls = self.pos;
-            let le = self.s[ls..].iter().position(|&b| b == b'\n').map_or(self.s.len(), |e| ls + e);
-            let spaces = self.s[ls..le].iter().take_while(|&&b| b == b' ').count();
-            let blank = self.s[ls..le].iter().all(|&b| b == b' ' || b == b'\r' || b == b'\t');
-            if !blank && (spaces < indent || (ls == self.line_start(ls) && self.at_marker())) {
+            let mut k = ls;
+            while k < src.len() && src[k] == b' ' {
+                k += 1;
+            }
+            let spaces = k - ls;
+            while k < src.len() && matches!(src[k], b' ' | b'\r' | b'\t') {
+                k += 1;
+            }
+            let blank = k >= src.len() || src[k] == b'\n';
+            if !blank && (spaces < indent || self.at_marker()) {
                 break;
             }
+            let le = if blank { k } else { memchr::memchr(b'\n', &src[k..]).map_or(src.len(), |e| k + e) };
             if blank {
                 lines.push((le, le));
             } else {
-                let ce = if le > ls && self.s[le - 1] == b'\r' { le - 1 } else { le };
+                let ce = if src[le - 1] == b'\r' { le - 1 } else { le };
                 lines.push((ls + indent, ce));
             }
-            self.pos = (le + 1).min(self.s.len());
-            if le >= self.s.len() {
+            self.pos = (le + 1).min(src.len());
+            if le >= src.len() {
                 break;
             }
         }
         // Trailing blank lines belong to the chomping, not the content.
         let content_lines = lines.iter().rposition(|(s, e)| e > s).map_or(0, |i| i + 1);
         let trailing = lines.len() - content_lines;
-        let mut text = String::new();
-        let mut table = Vec::new();
+        // Each line gives at most its content and one line break or space.
+        let capacity = lines.iter().map(|(s, e)| e - s + 1).sum();
+        let mut text = String::with_capacity(capacity);
+        let mut table = Vec::with_capacity(capacity);
         let mut prev_more_indented = false;
         for (i, &(s, e)) in lines[..content_lines].iter().enumerate() {
             let line = self.t.get(s..e).unwrap_or("");
@@ -994,6 +1043,7 @@ impl<'a> Parser<'a> {
         // Leave the position at the end of the last content line so the caller sees the break.
         let end = if content_lines > 0 { lines[content_lines - 1].1 } else { self.pos };
         self.pos = end.min(self.s.len());
+        self.block_lines = lines;
         Ok(Scalar {
             text: Cow::Owned(text),
             style: if literal { Style::Literal } else { Style::Folded },
@@ -1103,7 +1153,8 @@ impl<'a> Parser<'a> {
                 Node::Scalar(s)
             }
         };
-        Ok(self.remember(anchor, n))
+        self.remember(anchor, &n);
+        Ok(n)
     }
 }
 
