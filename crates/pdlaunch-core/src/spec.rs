@@ -90,7 +90,8 @@ pub struct Spec {
     pub flags: Vec<SpecFlag>,
     /// What parsing and the rules need of each option, worked out once.
     meta: Vec<FlagMeta>,
-    by_spelling: FastMap<String, usize>,
+    /// Every spelling: its option, and its place in that option's `flags`.
+    by_spelling: FastMap<String, (usize, usize)>,
     /// Every spelling, sorted, for prefix abbreviations and suggestions.
     spellings: Vec<(String, usize)>,
     /// First option of each destination, by its current name (rules ask for defaults often).
@@ -161,8 +162,8 @@ impl Spec {
         let mut by_spelling = FastMap::default();
         let mut by_dest = FastMap::default();
         for (i, f) in flags.iter().enumerate() {
-            for s in &f.flags {
-                by_spelling.insert(s.clone(), i);
+            for (j, s) in f.flags.iter().enumerate() {
+                by_spelling.insert(s.clone(), (i, j));
             }
             by_dest.entry(canonical_dest(&f.dest).to_owned()).or_insert(i);
         }
@@ -172,7 +173,7 @@ impl Spec {
                 by_dest.entry((*old).to_owned()).or_insert(i);
             }
         }
-        let mut spellings: Vec<(String, usize)> = by_spelling.iter().map(|(k, &i)| (k.clone(), i)).collect();
+        let mut spellings: Vec<(String, usize)> = by_spelling.iter().map(|(k, &(i, _))| (k.clone(), i)).collect();
         spellings.sort_unstable();
         let meta = flags
             .iter()
@@ -195,7 +196,7 @@ impl Spec {
 
     /// The option with exactly this spelling.
     pub fn get(&self, spelling: &str) -> Option<&SpecFlag> {
-        self.by_spelling.get(spelling).map(|&i| &self.flags[i])
+        self.by_spelling.get(spelling).map(|&(i, _)| &self.flags[i])
     }
 
     /// The option that stores into `dest` (current or pre-rename name).
@@ -210,7 +211,7 @@ impl Spec {
 
     /// [`Self::resolve`], as an index into [`Self::flags`].
     fn resolve_index(&self, spelling: &str) -> Result<usize, LookupError> {
-        if let Some(&i) = self.by_spelling.get(spelling) {
+        if let Some(&(i, _)) = self.by_spelling.get(spelling) {
             return Ok(i);
         }
         if spelling.starts_with("--") && spelling.len() > 2 {
@@ -366,8 +367,8 @@ fn looks_like_option(tok: &str) -> bool {
 
 /// Reads `argv` (the arguments after the program) as argparse would with `spec`.
 pub fn parse_argv(spec: &'static Spec, argv: &[String]) -> Parsed {
-    // Most options take one value: about one use per two tokens.
-    let mut out = Parsed { uses: Vec::with_capacity(argv.len() / 2 + 1), ..Parsed::default() };
+    // Most options take one value: about one use per two tokens (no allocation for no tokens).
+    let mut out = Parsed { uses: Vec::with_capacity(argv.len().div_ceil(2)), ..Parsed::default() };
     let mut i = 0;
     while i < argv.len() {
         let tok = &argv[i];
@@ -376,12 +377,21 @@ pub fn parse_argv(spec: &'static Spec, argv: &[String]) -> Parsed {
             i += 1;
             continue;
         }
-        let (name, inline) = match tok.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n, Some(v)),
-            _ => (tok.as_str(), None),
+        // Most tokens are exact spellings (none holds `=`); only other long options are split at
+        // an inline `=value`. `exact` is the spelling's place in its option's `flags`.
+        let (name, inline, found) = match spec.by_spelling.get(tok.as_str()) {
+            Some(&(k, j)) => (tok.as_str(), None, Ok((k, Some(j)))),
+            None => {
+                let eq = if tok.starts_with("--") { memchr::memchr(b'=', tok.as_bytes()) } else { None };
+                let (name, inline) = match eq {
+                    Some(eq) => (&tok[..eq], Some(&tok[eq + 1..])),
+                    None => (tok.as_str(), None),
+                };
+                (name, inline, spec.resolve_index(name).map(|k| (k, None)))
+            }
         };
-        let k = match spec.resolve_index(name) {
-            Ok(k) => k,
+        let (k, exact) = match found {
+            Ok(found) => found,
             Err(e) => {
                 let kind = match e {
                     LookupError::Unknown { suggestion } => ArgProblemKind::Unknown { suggestion },
@@ -483,8 +493,8 @@ pub fn parse_argv(spec: &'static Spec, argv: &[String]) -> Parsed {
         } else {
             value
         };
-        let spelling = match flag.flags.iter().find(|f| *f == name) {
-            Some(exact) => Cow::Borrowed(exact.as_str()),
+        let spelling = match exact.or_else(|| flag.flags.iter().position(|f| f == name)) {
+            Some(j) => Cow::Borrowed(flag.flags[j].as_str()),
             None => Cow::Owned(name.to_owned()),
         };
         out.uses.push(ArgUse { dest, spelling, canonical: flag.flags[0].as_str(), value, index: start });
