@@ -8,6 +8,64 @@ use serde::Deserialize;
 
 use crate::fast_hash::FastMap;
 
+/// Names (option spellings, destinations) to values, for the lookups every option token and
+/// every value a rule reads make: open addressing over a power-of-two table, hashing a name by
+/// its length and its first and last eight bytes. A general map's hashing and probing cost more
+/// than the rest of such a lookup.
+#[derive(Debug)]
+struct NameIndex<V> {
+    entries: Vec<(String, V)>,
+    /// 1 + an index into `entries`, or 0 for a free slot; at most half are taken.
+    slots: Vec<u32>,
+    /// 64 minus the log2 of `slots.len()`: the hash's top bits pick the first slot.
+    shift: u32,
+}
+
+impl<V> NameIndex<V> {
+    /// Indexes `entries`, whose names are distinct.
+    fn new(entries: Vec<(String, V)>) -> NameIndex<V> {
+        let size = (entries.len() * 2).next_power_of_two().max(2);
+        let mut index = NameIndex { entries, slots: vec![0; size], shift: 64 - size.trailing_zeros() };
+        for (k, (name, _)) in index.entries.iter().enumerate() {
+            let mut i = index.first_slot(name);
+            while index.slots[i] != 0 {
+                i = (i + 1) & (size - 1);
+            }
+            index.slots[i] = u32::try_from(k + 1).expect("fewer than 2^32 names");
+        }
+        index
+    }
+
+    fn first_slot(&self, name: &str) -> usize {
+        let b = name.as_bytes();
+        let n = b.len();
+        let word = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("eight bytes"));
+        let half = |i: usize| u64::from(u32::from_le_bytes(b[i..i + 4].try_into().expect("four bytes")));
+        let (head, tail) = match n {
+            8.. => (word(0), word(n - 8)),
+            4..=7 => (half(0), half(n - 4)),
+            1..=3 => (u64::from(b[0]) | u64::from(b[n / 2]) << 8, u64::from(b[n - 1])),
+            0 => (0, 0),
+        };
+        let h = (head.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ tail.rotate_left(29) ^ n as u64)
+            .wrapping_mul(0xd6e8_feb8_6659_fd93);
+        (h >> self.shift) as usize
+    }
+
+    fn get(&self, name: &str) -> Option<&V> {
+        let mask = self.slots.len() - 1;
+        let mut i = self.first_slot(name);
+        loop {
+            let taken = self.slots[i] as usize;
+            let (k, v) = &self.entries[taken.checked_sub(1)?];
+            if k == name {
+                return Some(v);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+}
+
 /// One argparse option as SGLang declares it.
 #[derive(Clone, Debug, Deserialize)]
 pub struct SpecFlag {
@@ -91,11 +149,11 @@ pub struct Spec {
     /// What parsing and the rules need of each option, worked out once.
     meta: Vec<FlagMeta>,
     /// Every spelling: its option, and its place in that option's `flags`.
-    by_spelling: FastMap<String, (usize, usize)>,
+    by_spelling: NameIndex<(usize, usize)>,
     /// Every spelling, sorted, for prefix abbreviations and suggestions.
     spellings: Vec<(String, usize)>,
     /// First option of each destination, by its current name (rules ask for defaults often).
-    by_dest: FastMap<String, usize>,
+    by_dest: NameIndex<usize>,
 }
 
 /// Facts about one option derived from its declaration, computed when the spec is read.
@@ -160,7 +218,7 @@ impl Spec {
     /// Builds the lookup tables over a release's options.
     fn from_flags(flags: Vec<SpecFlag>) -> Spec {
         let mut by_spelling = FastMap::default();
-        let mut by_dest = FastMap::default();
+        let mut by_dest: FastMap<String, usize> = FastMap::default();
         for (i, f) in flags.iter().enumerate() {
             for (j, s) in f.flags.iter().enumerate() {
                 by_spelling.insert(s.clone(), (i, j));
@@ -185,6 +243,8 @@ impl Spec {
                 default: (!f.default.is_null()).then(|| json_to_arg(&f.default)),
             })
             .collect();
+        let by_spelling = NameIndex::new(by_spelling.into_iter().collect());
+        let by_dest = NameIndex::new(by_dest.into_iter().collect());
         Spec { flags, meta, by_spelling, spellings, by_dest }
     }
 
