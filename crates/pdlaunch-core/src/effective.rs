@@ -150,8 +150,7 @@ impl ServerView {
     /// [`Self::value`], borrowed where it can be (rules read values often).
     pub fn value_ref(&self, dest: &str) -> Option<Cow<'_, str>> {
         match self.parsed.get(dest) {
-            Some(ArgValue::One(s)) => Some(Cow::Borrowed(s)),
-            Some(v) => Some(Cow::Owned(v.as_text())),
+            Some(v) => Some(v.text()),
             None => self.spec().default_text(dest).map(Cow::Borrowed),
         }
     }
@@ -168,7 +167,8 @@ impl ServerView {
 
     /// True when the switch `dest` is on.
     pub fn switch(&self, dest: &str) -> bool {
-        matches!(self.parsed.get(dest), Some(ArgValue::Switch(true))) || self.value_ref(dest).as_deref() == Some("true")
+        // A switch given on reads `true` too.
+        self.value_ref(dest).as_deref() == Some("true")
     }
 
     /// Where the last occurrence of `dest` came from.

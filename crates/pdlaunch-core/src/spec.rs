@@ -326,10 +326,15 @@ pub enum ArgValue {
 impl ArgValue {
     /// The value as one string (several values joined by spaces).
     pub fn as_text(&self) -> String {
+        self.text().into_owned()
+    }
+
+    /// [`Self::as_text`], borrowed unless values are joined.
+    pub fn text(&self) -> Cow<'_, str> {
         match self {
-            ArgValue::Switch(b) => b.to_string(),
-            ArgValue::One(s) => s.clone(),
-            ArgValue::Many(v) => v.join(" "),
+            ArgValue::Switch(b) => Cow::Borrowed(if *b { "true" } else { "false" }),
+            ArgValue::One(s) => Cow::Borrowed(s),
+            ArgValue::Many(v) => Cow::Owned(v.join(" ")),
         }
     }
 }
