@@ -933,10 +933,9 @@ fn lint_group(
     }
     findings.extend(extra);
     findings.sort_by(|a, b| a.severity.cmp(&b.severity).then(a.code.cmp(b.code)));
-    let spans = if findings.is_empty() { FastMap::default() } else { spans_of(group, files) };
     findings
         .into_iter()
-        .map(|f| LintFinding { places: places(&f, group, files, launches, &spans), group: g, finding: f })
+        .map(|f| LintFinding { places: places(&f, group, files, launches), group: g, finding: f })
         .collect()
 }
 
@@ -993,24 +992,22 @@ fn collect_symbolic(
     }
 }
 
-/// Source spans of every word of the group, by position.
-fn spans_of(group: &Group, files: &[SourceFile]) -> FastMap<PosKey, (usize, usize, usize)> {
-    let mut out = FastMap::default();
+/// Where the span of the group's word at `file:line:column` ends (the last such word, servers'
+/// before the router's). Findings point at few words, so each is searched for rather than every
+/// word's position worked out.
+fn span_end(group: &Group, files: &[SourceFile], file: &Arc<str>, line: u32, column: u32) -> Option<(u32, u32)> {
     let words =
         group.servers.iter().flat_map(|s| s.words.iter()).chain(group.router.iter().flat_map(|r| r.words.iter()));
-    for w in words {
-        out.insert(pos_key(files, w), (w.file, w.start, w.end));
-    }
-    out
+    words
+        .filter(|w| {
+            let f = &files[w.file];
+            f.shared_name() == file && f.on_line(w.start, line) && f.position(w.start) == (line, column)
+        })
+        .last()
+        .map(|w| files[w.file].position(w.end))
 }
 
-fn places(
-    f: &Finding,
-    group: &Group,
-    files: &[SourceFile],
-    launches: &[Launch],
-    spans: &FastMap<PosKey, (usize, usize, usize)>,
-) -> Vec<Place> {
+fn places(f: &Finding, group: &Group, files: &[SourceFile], launches: &[Launch]) -> Vec<Place> {
     let mut out = Vec::new();
     for loc in &f.locations {
         let launch_of = |label: &str| -> Option<usize> {
@@ -1022,10 +1019,8 @@ fn places(
         };
         let place = match &loc.origin {
             Origin::Source { file, line, column } => {
-                let (end_line, end_column) = match spans.get(&(file.clone(), *line, *column)) {
-                    Some(&(fi, _, end)) => files[fi].position(end),
-                    None => (*line, *column + 1),
-                };
+                let (end_line, end_column) =
+                    span_end(group, files, file, *line, *column).unwrap_or((*line, *column + 1));
                 Place {
                     process: loc.process.clone(),
                     flag: loc.flag.clone(),

@@ -61,6 +61,15 @@ impl SourceFile {
         (line as u32 + 1, column as u32)
     }
 
+    /// True when byte `offset` is on 1-based line `line`, as [`Self::position`] counts: a cheap
+    /// test before working out a column.
+    pub fn on_line(&self, offset: usize, line: u32) -> bool {
+        let offset = offset.min(self.text.len());
+        let Some(i) = (line as usize).checked_sub(1) else { return false };
+        self.line_starts.get(i).is_some_and(|&s| s <= offset)
+            && self.line_starts.get(i + 1).is_none_or(|&next| offset < next)
+    }
+
     /// The text of 1-based line `line`, without its newline.
     pub fn line_text(&self, line: u32) -> Option<&str> {
         let i = (line as usize).checked_sub(1)?;
@@ -166,6 +175,7 @@ mod tests {
         assert_eq!(f.line_text(2), Some("çd e"));
         assert_eq!(f.line_start(6), 3);
         assert_eq!(f.line_end(6), 9);
+        assert!(f.on_line(6, 2) && f.on_line(3, 2) && !f.on_line(2, 2) && !f.on_line(6, 1) && !f.on_line(6, 0));
     }
 
     #[test]
