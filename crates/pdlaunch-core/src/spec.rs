@@ -52,6 +52,7 @@ impl<V> NameIndex<V> {
         (h >> self.shift) as usize
     }
 
+    #[inline]
     fn get(&self, name: &str) -> Option<&V> {
         let mask = self.slots.len() - 1;
         let mut i = self.first_slot(name);
