@@ -178,7 +178,7 @@ impl ServerView {
 
     /// DP-attention width: `--attn-dp-size`, or `--dp-size` with `--enable-dp-attention`.
     pub fn attn_dp(&self) -> u32 {
-        if self.explicit("attn_dp_size").is_some() {
+        if self.parsed.get("attn_dp_size").is_some() {
             return self.size("attn_dp_size");
         }
         if self.switch("enable_dp_attention") {
