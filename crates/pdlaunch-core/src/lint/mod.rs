@@ -359,7 +359,7 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
             Program::Server => {
                 let (words, problems) = config::expand(&l.args, files, config_files, spec);
                 let tokens: Vec<String> = words.iter().map(|w| w.text.clone()).collect();
-                let origins = words.iter().map(|w| origin_of(files, w)).collect();
+                let origins = origins_of(files, &words);
                 let env: BTreeMap<String, String> = l.env.iter().cloned().collect();
                 let view = ServerView::new(String::new(), String::new(), tokens, origins, env, None, release);
                 servers.push((Pre { launch: k, words, problems }, view));
@@ -639,9 +639,23 @@ pub fn origin_of(files: &[SourceFile], w: &Word) -> Origin {
     Origin::Source { file: f.shared_name().clone(), line, column }
 }
 
+/// [`origin_of`] each of a command's words, whose positions follow one another.
+fn origins_of(files: &[SourceFile], words: &[Word]) -> Vec<Origin> {
+    // The line of the previous word of each file (a `--config` file's words come among them).
+    let mut lines: Vec<usize> = vec![0; files.len()];
+    words
+        .iter()
+        .map(|w| {
+            let f = &files[w.file];
+            let (line, column) = f.position_after(w.start, &mut lines[w.file]);
+            Origin::Source { file: f.shared_name().clone(), line, column }
+        })
+        .collect()
+}
+
 fn router_info(k: usize, l: &Launch, files: &[SourceFile], release: RouterRelease) -> RouterEntryInfo {
     let tokens: Vec<String> = l.args.iter().map(|w| w.text.clone()).collect();
-    let origins: Vec<Origin> = l.args.iter().map(|w| origin_of(files, w)).collect();
+    let origins = origins_of(files, &l.args);
     let parsed = parse_argv(release.spec(), &tokens);
     let mut prefills = Vec::new();
     let mut decodes = Vec::new();
