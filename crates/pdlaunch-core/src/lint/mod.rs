@@ -1016,11 +1016,11 @@ fn span_end(group: &Group, files: &[SourceFile], file: &Arc<str>, line: u32, col
     let words =
         group.servers.iter().flat_map(|s| s.words.iter()).chain(group.router.iter().flat_map(|r| r.words.iter()));
     words
-        .filter(|w| {
+        .rev()
+        .find(|w| {
             let f = &files[w.file];
             f.shared_name() == file && f.on_line(w.start, line) && f.position(w.start) == (line, column)
         })
-        .last()
         .map(|w| files[w.file].position(w.end))
 }
 
