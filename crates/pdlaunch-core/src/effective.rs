@@ -150,8 +150,7 @@ impl ServerView {
     /// [`Self::value`], borrowed where it can be (rules read values often).
     pub fn value_ref(&self, dest: &str) -> Option<Cow<'_, str>> {
         match self.parsed.get(dest) {
-            Some(ArgValue::One(s)) => Some(Cow::Borrowed(s)),
-            Some(v) => Some(Cow::Owned(v.as_text())),
+            Some(v) => Some(v.text()),
             None => self.spec().default_text(dest).map(Cow::Borrowed),
         }
     }
@@ -168,7 +167,8 @@ impl ServerView {
 
     /// True when the switch `dest` is on.
     pub fn switch(&self, dest: &str) -> bool {
-        matches!(self.parsed.get(dest), Some(ArgValue::Switch(true))) || self.value_ref(dest).as_deref() == Some("true")
+        // A switch given on reads `true` too.
+        self.value_ref(dest).as_deref() == Some("true")
     }
 
     /// Where the last occurrence of `dest` came from.
@@ -178,7 +178,7 @@ impl ServerView {
 
     /// DP-attention width: `--attn-dp-size`, or `--dp-size` with `--enable-dp-attention`.
     pub fn attn_dp(&self) -> u32 {
-        if self.explicit("attn_dp_size").is_some() {
+        if self.parsed.get("attn_dp_size").is_some() {
             return self.size("attn_dp_size");
         }
         if self.switch("enable_dp_attention") {

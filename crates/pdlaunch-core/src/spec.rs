@@ -8,6 +8,65 @@ use serde::Deserialize;
 
 use crate::fast_hash::FastMap;
 
+/// Names (option spellings, destinations) to values, for the lookups every option token and
+/// every value a rule reads make: open addressing over a power-of-two table, hashing a name by
+/// its length and its first and last eight bytes. A general map's hashing and probing cost more
+/// than the rest of such a lookup.
+#[derive(Debug)]
+struct NameIndex<V> {
+    entries: Vec<(String, V)>,
+    /// 1 + an index into `entries`, or 0 for a free slot; at most half are taken.
+    slots: Vec<u32>,
+    /// 64 minus the log2 of `slots.len()`: the hash's top bits pick the first slot.
+    shift: u32,
+}
+
+impl<V> NameIndex<V> {
+    /// Indexes `entries`, whose names are distinct.
+    fn new(entries: Vec<(String, V)>) -> NameIndex<V> {
+        let size = (entries.len() * 2).next_power_of_two().max(2);
+        let mut index = NameIndex { entries, slots: vec![0; size], shift: 64 - size.trailing_zeros() };
+        for (k, (name, _)) in index.entries.iter().enumerate() {
+            let mut i = index.first_slot(name);
+            while index.slots[i] != 0 {
+                i = (i + 1) & (size - 1);
+            }
+            index.slots[i] = u32::try_from(k + 1).expect("fewer than 2^32 names");
+        }
+        index
+    }
+
+    fn first_slot(&self, name: &str) -> usize {
+        let b = name.as_bytes();
+        let n = b.len();
+        let word = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("eight bytes"));
+        let half = |i: usize| u64::from(u32::from_le_bytes(b[i..i + 4].try_into().expect("four bytes")));
+        let (head, tail) = match n {
+            8.. => (word(0), word(n - 8)),
+            4..=7 => (half(0), half(n - 4)),
+            1..=3 => (u64::from(b[0]) | u64::from(b[n / 2]) << 8, u64::from(b[n - 1])),
+            0 => (0, 0),
+        };
+        let h = (head.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ tail.rotate_left(29) ^ n as u64)
+            .wrapping_mul(0xd6e8_feb8_6659_fd93);
+        (h >> self.shift) as usize
+    }
+
+    #[inline]
+    fn get(&self, name: &str) -> Option<&V> {
+        let mask = self.slots.len() - 1;
+        let mut i = self.first_slot(name);
+        loop {
+            let taken = self.slots[i] as usize;
+            let (k, v) = &self.entries[taken.checked_sub(1)?];
+            if k == name {
+                return Some(v);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+}
+
 /// One argparse option as SGLang declares it.
 #[derive(Clone, Debug, Deserialize)]
 pub struct SpecFlag {
@@ -90,11 +149,12 @@ pub struct Spec {
     pub flags: Vec<SpecFlag>,
     /// What parsing and the rules need of each option, worked out once.
     meta: Vec<FlagMeta>,
-    by_spelling: FastMap<String, usize>,
+    /// Every spelling: its option, and its place in that option's `flags`.
+    by_spelling: NameIndex<(usize, usize)>,
     /// Every spelling, sorted, for prefix abbreviations and suggestions.
     spellings: Vec<(String, usize)>,
     /// First option of each destination, by its current name (rules ask for defaults often).
-    by_dest: FastMap<String, usize>,
+    by_dest: NameIndex<usize>,
 }
 
 /// Facts about one option derived from its declaration, computed when the spec is read.
@@ -159,10 +219,10 @@ impl Spec {
     /// Builds the lookup tables over a release's options.
     fn from_flags(flags: Vec<SpecFlag>) -> Spec {
         let mut by_spelling = FastMap::default();
-        let mut by_dest = FastMap::default();
+        let mut by_dest: FastMap<String, usize> = FastMap::default();
         for (i, f) in flags.iter().enumerate() {
-            for s in &f.flags {
-                by_spelling.insert(s.clone(), i);
+            for (j, s) in f.flags.iter().enumerate() {
+                by_spelling.insert(s.clone(), (i, j));
             }
             by_dest.entry(canonical_dest(&f.dest).to_owned()).or_insert(i);
         }
@@ -172,7 +232,7 @@ impl Spec {
                 by_dest.entry((*old).to_owned()).or_insert(i);
             }
         }
-        let mut spellings: Vec<(String, usize)> = by_spelling.iter().map(|(k, &i)| (k.clone(), i)).collect();
+        let mut spellings: Vec<(String, usize)> = by_spelling.iter().map(|(k, &(i, _))| (k.clone(), i)).collect();
         spellings.sort_unstable();
         let meta = flags
             .iter()
@@ -184,6 +244,8 @@ impl Spec {
                 default: (!f.default.is_null()).then(|| json_to_arg(&f.default)),
             })
             .collect();
+        let by_spelling = NameIndex::new(by_spelling.into_iter().collect());
+        let by_dest = NameIndex::new(by_dest.into_iter().collect());
         Spec { flags, meta, by_spelling, spellings, by_dest }
     }
 
@@ -195,7 +257,7 @@ impl Spec {
 
     /// The option with exactly this spelling.
     pub fn get(&self, spelling: &str) -> Option<&SpecFlag> {
-        self.by_spelling.get(spelling).map(|&i| &self.flags[i])
+        self.by_spelling.get(spelling).map(|&(i, _)| &self.flags[i])
     }
 
     /// The option that stores into `dest` (current or pre-rename name).
@@ -210,7 +272,7 @@ impl Spec {
 
     /// [`Self::resolve`], as an index into [`Self::flags`].
     fn resolve_index(&self, spelling: &str) -> Result<usize, LookupError> {
-        if let Some(&i) = self.by_spelling.get(spelling) {
+        if let Some(&(i, _)) = self.by_spelling.get(spelling) {
             return Ok(i);
         }
         if spelling.starts_with("--") && spelling.len() > 2 {
@@ -265,10 +327,15 @@ pub enum ArgValue {
 impl ArgValue {
     /// The value as one string (several values joined by spaces).
     pub fn as_text(&self) -> String {
+        self.text().into_owned()
+    }
+
+    /// [`Self::as_text`], borrowed unless values are joined.
+    pub fn text(&self) -> Cow<'_, str> {
         match self {
-            ArgValue::Switch(b) => b.to_string(),
-            ArgValue::One(s) => s.clone(),
-            ArgValue::Many(v) => v.join(" "),
+            ArgValue::Switch(b) => Cow::Borrowed(if *b { "true" } else { "false" }),
+            ArgValue::One(s) => Cow::Borrowed(s),
+            ArgValue::Many(v) => Cow::Owned(v.join(" ")),
         }
     }
 }
@@ -366,8 +433,8 @@ fn looks_like_option(tok: &str) -> bool {
 
 /// Reads `argv` (the arguments after the program) as argparse would with `spec`.
 pub fn parse_argv(spec: &'static Spec, argv: &[String]) -> Parsed {
-    // Most options take one value: about one use per two tokens.
-    let mut out = Parsed { uses: Vec::with_capacity(argv.len() / 2 + 1), ..Parsed::default() };
+    // Most options take one value: about one use per two tokens (no allocation for no tokens).
+    let mut out = Parsed { uses: Vec::with_capacity(argv.len().div_ceil(2)), ..Parsed::default() };
     let mut i = 0;
     while i < argv.len() {
         let tok = &argv[i];
@@ -376,12 +443,21 @@ pub fn parse_argv(spec: &'static Spec, argv: &[String]) -> Parsed {
             i += 1;
             continue;
         }
-        let (name, inline) = match tok.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n, Some(v)),
-            _ => (tok.as_str(), None),
+        // Most tokens are exact spellings (none holds `=`); only other long options are split at
+        // an inline `=value`. `exact` is the spelling's place in its option's `flags`.
+        let (name, inline, found) = match spec.by_spelling.get(tok.as_str()) {
+            Some(&(k, j)) => (tok.as_str(), None, Ok((k, Some(j)))),
+            None => {
+                let eq = if tok.starts_with("--") { memchr::memchr(b'=', tok.as_bytes()) } else { None };
+                let (name, inline) = match eq {
+                    Some(eq) => (&tok[..eq], Some(&tok[eq + 1..])),
+                    None => (tok.as_str(), None),
+                };
+                (name, inline, spec.resolve_index(name).map(|k| (k, None)))
+            }
         };
-        let k = match spec.resolve_index(name) {
-            Ok(k) => k,
+        let (k, exact) = match found {
+            Ok(found) => found,
             Err(e) => {
                 let kind = match e {
                     LookupError::Unknown { suggestion } => ArgProblemKind::Unknown { suggestion },
@@ -483,8 +559,8 @@ pub fn parse_argv(spec: &'static Spec, argv: &[String]) -> Parsed {
         } else {
             value
         };
-        let spelling = match flag.flags.iter().find(|f| *f == name) {
-            Some(exact) => Cow::Borrowed(exact.as_str()),
+        let spelling = match exact.or_else(|| flag.flags.iter().position(|f| f == name)) {
+            Some(j) => Cow::Borrowed(flag.flags[j].as_str()),
             None => Cow::Owned(name.to_owned()),
         };
         out.uses.push(ArgUse { dest, spelling, canonical: flag.flags[0].as_str(), value, index: start });

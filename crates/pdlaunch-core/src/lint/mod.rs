@@ -359,7 +359,7 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
             Program::Server => {
                 let (words, problems) = config::expand(&l.args, files, config_files, spec);
                 let tokens: Vec<String> = words.iter().map(|w| w.text.clone()).collect();
-                let origins = words.iter().map(|w| origin_of(files, w)).collect();
+                let origins = origins_of(files, &words);
                 let env: BTreeMap<String, String> = l.env.iter().cloned().collect();
                 let view = ServerView::new(String::new(), String::new(), tokens, origins, env, None, release);
                 servers.push((Pre { launch: k, words, problems }, view));
@@ -598,16 +598,19 @@ fn assign_instances(entries: &mut [ServerEntry], files: &[SourceFile], launches:
     for (e, (inst, node)) in entries.iter_mut().zip(instance_of) {
         let l = &launches[e.launch];
         let (line, _) = files[l.file].position(l.at);
-        let base = files[l.file].name.rsplit('/').next().unwrap_or(&files[l.file].name).to_owned();
+        let name = &files[l.file].name;
+        let base = name.rsplit('/').next().unwrap_or(name);
         let role = match e.view.role.or(e.intended) {
             Some(r) => r.as_str(),
             None => "server",
         };
         let multi = e.view.int("nnodes").unwrap_or(1) > 1;
-        let node_part = if multi { format!(" node {node}") } else { String::new() };
+        let node_part = if multi { [" node ", &node.to_string()].concat() } else { String::new() };
         e.view.instance = inst;
         e.view.node = node;
-        e.view.label = format!("{role}[{inst}]{node_part} ({base}:{line})");
+        // `role[inst] node N (file:line)`, joined without the cost of `format!`.
+        e.view.label =
+            [role, "[", &inst.to_string(), "]", &node_part, " (", base, ":", &line.to_string(), ")"].concat();
     }
 }
 
@@ -636,9 +639,23 @@ pub fn origin_of(files: &[SourceFile], w: &Word) -> Origin {
     Origin::Source { file: f.shared_name().clone(), line, column }
 }
 
+/// [`origin_of`] each of a command's words, whose positions follow one another.
+fn origins_of(files: &[SourceFile], words: &[Word]) -> Vec<Origin> {
+    // The line of the previous word of each file (a `--config` file's words come among them).
+    let mut lines: Vec<usize> = vec![0; files.len()];
+    words
+        .iter()
+        .map(|w| {
+            let f = &files[w.file];
+            let (line, column) = f.position_after(w.start, &mut lines[w.file]);
+            Origin::Source { file: f.shared_name().clone(), line, column }
+        })
+        .collect()
+}
+
 fn router_info(k: usize, l: &Launch, files: &[SourceFile], release: RouterRelease) -> RouterEntryInfo {
     let tokens: Vec<String> = l.args.iter().map(|w| w.text.clone()).collect();
-    let origins: Vec<Origin> = l.args.iter().map(|w| origin_of(files, w)).collect();
+    let origins = origins_of(files, &l.args);
     let parsed = parse_argv(release.spec(), &tokens);
     let mut prefills = Vec::new();
     let mut decodes = Vec::new();
@@ -933,10 +950,9 @@ fn lint_group(
     }
     findings.extend(extra);
     findings.sort_by(|a, b| a.severity.cmp(&b.severity).then(a.code.cmp(b.code)));
-    let spans = if findings.is_empty() { FastMap::default() } else { spans_of(group, files) };
     findings
         .into_iter()
-        .map(|f| LintFinding { places: places(&f, group, files, launches, &spans), group: g, finding: f })
+        .map(|f| LintFinding { places: places(&f, group, files, launches), group: g, finding: f })
         .collect()
 }
 
@@ -993,24 +1009,22 @@ fn collect_symbolic(
     }
 }
 
-/// Source spans of every word of the group, by position.
-fn spans_of(group: &Group, files: &[SourceFile]) -> FastMap<PosKey, (usize, usize, usize)> {
-    let mut out = FastMap::default();
+/// Where the span of the group's word at `file:line:column` ends (the last such word, servers'
+/// before the router's). Findings point at few words, so each is searched for rather than every
+/// word's position worked out.
+fn span_end(group: &Group, files: &[SourceFile], file: &Arc<str>, line: u32, column: u32) -> Option<(u32, u32)> {
     let words =
         group.servers.iter().flat_map(|s| s.words.iter()).chain(group.router.iter().flat_map(|r| r.words.iter()));
-    for w in words {
-        out.insert(pos_key(files, w), (w.file, w.start, w.end));
-    }
-    out
+    words
+        .rev()
+        .find(|w| {
+            let f = &files[w.file];
+            f.shared_name() == file && f.on_line(w.start, line) && f.position(w.start) == (line, column)
+        })
+        .map(|w| files[w.file].position(w.end))
 }
 
-fn places(
-    f: &Finding,
-    group: &Group,
-    files: &[SourceFile],
-    launches: &[Launch],
-    spans: &FastMap<PosKey, (usize, usize, usize)>,
-) -> Vec<Place> {
+fn places(f: &Finding, group: &Group, files: &[SourceFile], launches: &[Launch]) -> Vec<Place> {
     let mut out = Vec::new();
     for loc in &f.locations {
         let launch_of = |label: &str| -> Option<usize> {
@@ -1022,10 +1036,8 @@ fn places(
         };
         let place = match &loc.origin {
             Origin::Source { file, line, column } => {
-                let (end_line, end_column) = match spans.get(&(file.clone(), *line, *column)) {
-                    Some(&(fi, _, end)) => files[fi].position(end),
-                    None => (*line, *column + 1),
-                };
+                let (end_line, end_column) =
+                    span_end(group, files, file, *line, *column).unwrap_or((*line, *column + 1));
                 Place {
                     process: loc.process.clone(),
                     flag: loc.flag.clone(),

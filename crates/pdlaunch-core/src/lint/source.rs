@@ -49,6 +49,29 @@ impl SourceFile {
     pub fn position(&self, offset: usize) -> (u32, u32) {
         let offset = offset.min(self.text.len());
         let line = self.line_starts.partition_point(|&s| s <= offset).saturating_sub(1);
+        self.position_on(line, offset)
+    }
+
+    /// [`Self::position`], looking for the line from `*line` (0-based) on and leaving it there:
+    /// the words of a command come in order, a line or two apart, so the next one is found in a
+    /// step or two instead of a search of every line.
+    pub fn position_after(&self, offset: usize, line: &mut usize) -> (u32, u32) {
+        let offset = offset.min(self.text.len());
+        let starts = &self.line_starts;
+        let mut found = (*line).min(starts.len() - 1);
+        // Behind, or far ahead: search.
+        if starts[found] > offset || starts.get(found + 8).is_some_and(|&s| s <= offset) {
+            found = starts.partition_point(|&s| s <= offset).saturating_sub(1);
+        }
+        while starts.get(found + 1).is_some_and(|&next| next <= offset) {
+            found += 1;
+        }
+        *line = found;
+        self.position_on(found, offset)
+    }
+
+    /// The position of `offset`, which is on 0-based line `line`.
+    fn position_on(&self, line: usize, offset: usize) -> (u32, u32) {
         let start = self.line_starts[line];
         if self.ascii {
             return (line as u32 + 1, (offset - start) as u32 + 1);
@@ -59,6 +82,15 @@ impl SourceFile {
         }
         let column = self.text[start..end].chars().count() + 1;
         (line as u32 + 1, column as u32)
+    }
+
+    /// True when byte `offset` is on 1-based line `line`, as [`Self::position`] counts: a cheap
+    /// test before working out a column.
+    pub fn on_line(&self, offset: usize, line: u32) -> bool {
+        let offset = offset.min(self.text.len());
+        let Some(i) = (line as usize).checked_sub(1) else { return false };
+        self.line_starts.get(i).is_some_and(|&s| s <= offset)
+            && self.line_starts.get(i + 1).is_none_or(|&next| offset < next)
     }
 
     /// The text of 1-based line `line`, without its newline.
@@ -163,9 +195,18 @@ mod tests {
         assert_eq!(f.position(0), (1, 1));
         assert_eq!(f.position(3), (2, 1));
         assert_eq!(f.position(6), (2, 3));
+        let mut line = 0;
+        assert_eq!([0, 3, 6, 9, 1].map(|o| f.position_after(o, &mut line)), [0, 3, 6, 9, 1].map(|o| f.position(o)));
+        let long = SourceFile::new("y", "a\n".repeat(20));
+        let mut line = 0;
+        assert_eq!(
+            [2, 4, 30, 38, 0].map(|o| long.position_after(o, &mut line)),
+            [2, 4, 30, 38, 0].map(|o| long.position(o))
+        );
         assert_eq!(f.line_text(2), Some("çd e"));
         assert_eq!(f.line_start(6), 3);
         assert_eq!(f.line_end(6), 9);
+        assert!(f.on_line(6, 2) && f.on_line(3, 2) && !f.on_line(2, 2) && !f.on_line(6, 1) && !f.on_line(6, 0));
     }
 
     #[test]
