@@ -4,6 +4,7 @@
 //! values, never raw strings.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 
 use crate::deployment::{AttentionKind, Geometry, Gpu, Model, Role};
@@ -49,6 +50,20 @@ pub struct ServerView {
     pub gpu: Option<Gpu>,
     /// The target release.
     pub release: Release,
+    /// The parallel sizes, read at the first question (rules ask for them again and again; the
+    /// argv is not changed once the view is built).
+    sizes: OnceCell<Sizes>,
+}
+
+/// The sizes of [`ServerView::size`] asked for most, and the DP-attention width.
+#[derive(Clone, Copy, Debug)]
+struct Sizes {
+    tp: u32,
+    pp: u32,
+    dp: u32,
+    nnodes: u32,
+    attn_cp: u32,
+    attn_dp: u32,
 }
 
 /// Model facts rules may use.
@@ -129,7 +144,42 @@ impl ServerView {
             Some(ArgValue::One(m)) if m == "decode" => Some(Role::Decode),
             _ => None,
         };
-        ServerView { role, label, host, gpus: None, instance: 0, node: 0, tokens, origins, parsed, env, gpu, release }
+        ServerView {
+            role,
+            label,
+            host,
+            gpus: None,
+            instance: 0,
+            node: 0,
+            tokens,
+            origins,
+            parsed,
+            env,
+            gpu,
+            release,
+            sizes: OnceCell::new(),
+        }
+    }
+
+    fn sizes(&self) -> &Sizes {
+        self.sizes.get_or_init(|| {
+            let dp = self.read_size("dp_size");
+            let attn_dp = if self.parsed.get("attn_dp_size").is_some() {
+                self.read_size("attn_dp_size")
+            } else if self.switch("enable_dp_attention") {
+                dp
+            } else {
+                1
+            };
+            Sizes {
+                tp: self.read_size("tp_size"),
+                pp: self.read_size("pp_size"),
+                dp,
+                nnodes: self.read_size("nnodes"),
+                attn_cp: self.read_size("attn_cp_size"),
+                attn_dp,
+            }
+        })
     }
 
     /// The spec of the target release.
@@ -162,6 +212,18 @@ impl ServerView {
 
     /// A size that defaults to 1.
     pub fn size(&self, dest: &str) -> u32 {
+        match dest {
+            "tp_size" => self.sizes().tp,
+            "pp_size" => self.sizes().pp,
+            "dp_size" => self.sizes().dp,
+            "nnodes" => self.sizes().nnodes,
+            "attn_cp_size" => self.sizes().attn_cp,
+            _ => self.read_size(dest),
+        }
+    }
+
+    /// [`Self::size`], read from the argv and the defaults.
+    fn read_size(&self, dest: &str) -> u32 {
         self.int(dest).and_then(|v| u32::try_from(v).ok()).unwrap_or(1).max(1)
     }
 
@@ -178,13 +240,7 @@ impl ServerView {
 
     /// DP-attention width: `--attn-dp-size`, or `--dp-size` with `--enable-dp-attention`.
     pub fn attn_dp(&self) -> u32 {
-        if self.parsed.get("attn_dp_size").is_some() {
-            return self.size("attn_dp_size");
-        }
-        if self.switch("enable_dp_attention") {
-            return self.size("dp_size");
-        }
-        1
+        self.sizes().attn_dp
     }
 
     /// Attention TP size: `tp / attn_dp / attn_cp`, as SGLang computes it (integer division).

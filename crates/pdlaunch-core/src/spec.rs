@@ -349,6 +349,8 @@ pub struct ArgUse {
     pub spelling: Cow<'static, str>,
     /// The main spelling of the option.
     pub canonical: &'static str,
+    /// The option's index in the spec's [`Spec::flags`] (what rules look it up by).
+    pub flag: usize,
     /// What it stores.
     pub value: ArgValue,
     /// Index of the option token in the argv.
@@ -563,7 +565,7 @@ pub fn parse_argv(spec: &'static Spec, argv: &[String]) -> Parsed {
             Some(j) => Cow::Borrowed(flag.flags[j].as_str()),
             None => Cow::Owned(name.to_owned()),
         };
-        out.uses.push(ArgUse { dest, spelling, canonical: flag.flags[0].as_str(), value, index: start });
+        out.uses.push(ArgUse { dest, spelling, canonical: flag.flags[0].as_str(), flag: k, value, index: start });
     }
     out
 }

@@ -66,7 +66,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
     let mut groups: Vec<(Origin, &ArgUse, bool, Vec<&ServerView>)> = Vec::new();
     for s in &ctx.servers {
         for u in &s.parsed.uses {
-            let Some(spec_flag) = s.spec().get(u.canonical) else {
+            let Some(spec_flag) = s.spec().flags.get(u.flag) else {
                 continue;
             };
             if !spec_flag.is_deprecated() {
