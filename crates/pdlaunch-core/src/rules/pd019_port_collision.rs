@@ -139,7 +139,7 @@ fn server_uses(s: &ServerView) -> Vec<PortUse<'_>> {
     if let Some((dist_host, p)) = dist.as_deref().and_then(split_url) {
         let hi = p.saturating_add(DIST_INIT_PORT_BLOCK - 1);
         push(&dist_host, p, hi, Purpose::Rendezvous(p, hi), "dist_init_addr");
-    } else if let Some(p) = s.int("nccl_port").filter(|_| s.explicit("nccl_port").is_some()) {
+    } else if let Some(p) = s.parsed.get("nccl_port").and_then(|_| s.int("nccl_port")) {
         if let Ok(p) = u16::try_from(p) {
             push(host, p, p, Purpose::Nccl(p), "nccl_port");
         }
