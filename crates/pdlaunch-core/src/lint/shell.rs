@@ -163,8 +163,9 @@ const NAME_START: u8 = 4;
 const DQ_SPECIAL: u8 = 8;
 /// ASCII whitespace (`u8::is_ascii_whitespace`).
 const BLANK: u8 = 16;
-/// Not a byte of a variable name.
-const NOT_NAME: u8 = 32;
+/// A byte [`Lexer::plain_word`] copies as it is once it knows the word is no assignment: a
+/// plain byte other than whitespace, or `=`.
+const LITERAL: u8 = 32;
 /// A blank between words: space, tab or carriage return.
 const SKIP: u8 = 64;
 /// Ends an unquoted word.
@@ -201,8 +202,6 @@ static CLASS: [u8; 256] = {
         }
         if c.is_ascii_alphanumeric() || c == b'_' {
             k |= NAME;
-        } else {
-            k |= NOT_NAME;
         }
         if c.is_ascii_alphabetic() || c == b'_' {
             k |= NAME_START;
@@ -218,6 +217,9 @@ static CLASS: [u8; 256] = {
         }
         if matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')') {
             k |= ENDS_WORD;
+        }
+        if k & (PLAIN | BLANK) == PLAIN || c == b'=' {
+            k |= LITERAL;
         }
         t[b] = k;
         b += 1;
@@ -344,14 +346,26 @@ impl<'a> Lexer<'a> {
         }
     }
 
-    /// Reads a word made only of plain bytes (most words: no quote, expansion, `=` or escape),
-    /// without [`Self::word`]'s bookkeeping; false, reading nothing, for any other word.
+    /// Reads a word made only of plain bytes and `=` (most words: no quote, expansion or
+    /// escape, and no assignment), without [`Self::word`]'s bookkeeping; false, reading nothing,
+    /// for any other word.
     fn plain_word(&mut self) -> bool {
         let start = self.pos;
         let rest = &self.s[start..];
+        let ends = |n: usize| rest.get(n).is_none_or(|&c| CLASS[c as usize] & ENDS_WORD != 0);
         // A form feed is plain but whitespace: such words take the general path.
-        let n = rest.iter().position(|&c| CLASS[c as usize] & (PLAIN | BLANK) != PLAIN).unwrap_or(rest.len());
-        if n == 0 || rest.get(n).is_some_and(|&c| CLASS[c as usize] & ENDS_WORD == 0) {
+        let mut n = rest.iter().position(|&c| CLASS[c as usize] & (PLAIN | BLANK) != PLAIN).unwrap_or(rest.len());
+        if !ends(n) {
+            // `NAME=...` is an assignment, which the general path records; any other `=` is literal.
+            if rest[n] != b'=' || is_name_start(rest[0]) && rest[1..n].iter().all(|&c| is_name(c)) {
+                return false;
+            }
+            n += rest[n..].iter().position(|&c| CLASS[c as usize] & LITERAL == 0).unwrap_or(rest.len() - n);
+            if !ends(n) {
+                return false;
+            }
+        }
+        if n == 0 {
             return false;
         }
         let end = start + n;
@@ -695,7 +709,7 @@ impl<'a> Lexer<'a> {
                 _ => {
                     // A run of plain ASCII bytes, copied at once.
                     let start = self.pos;
-                    // One pass gathers the classes of the run's bytes, for the checks below.
+                    // One pass finds the run's end and gathers its classes, for the blank check below.
                     let mut classes = CLASS[b as usize];
                     let mut n = 0;
                     for &c in &self.s[start + 1..] {
@@ -709,7 +723,7 @@ impl<'a> Lexer<'a> {
                     let k = start + 1 + n;
                     if eq.is_none() && name_ok {
                         let first = if self.texts.len() == self.w0 { NAME_START } else { NAME };
-                        name_ok = CLASS[b as usize] & first != 0 && classes & NOT_NAME == 0;
+                        name_ok = CLASS[b as usize] & first != 0 && self.s[start + 1..k].iter().all(|&c| is_name(c));
                     }
                     self.texts.push_str(&self.text[start..k]);
                     let maybe_blank = self.maybe_blank;
@@ -1171,6 +1185,25 @@ mod tests {
         assert_eq!(lx.text(1), "a\x0cb");
         assert!(lx.take_word(1).map.is_some());
         assert!(!lx.read_command(&vars));
+    }
+
+    #[test]
+    fn equals_signs_outside_assignments_are_literal() {
+        let map = SrcMap::Offset(0);
+        let mut lx = Lexer::new("srun --nodes=1 a.b=c =x N=1 k=v=w", &map, 0, false);
+        assert!(lx.read_command(&Vars::default()));
+        let words: Vec<_> = (0..lx.len()).map(|i| (lx.text(i), lx.eq(i), lx.table_of(i).len())).collect();
+        assert_eq!(
+            words,
+            [
+                ("srun", None, 0),
+                ("--nodes=1", None, 0),
+                ("a.b=c", None, 0),
+                ("=x", None, 0),
+                ("N=1", Some(1), 3),
+                ("k=v=w", Some(1), 5)
+            ]
+        );
     }
 
     #[test]
