@@ -410,6 +410,11 @@ impl<'a> Lexer<'a> {
         self.lexed[i].eq
     }
 
+    /// Source offset where word `i` starts.
+    pub fn start(&self, i: usize) -> usize {
+        self.lexed[i].start
+    }
+
     /// True when word `i`'s value depends on something only known at run time.
     pub fn is_symbolic(&self, i: usize) -> bool {
         !self.lexed[i].unknown.is_empty()
