@@ -807,10 +807,13 @@ impl<'a> Lexer<'a> {
         let mut pieces = std::mem::take(&mut self.pieces);
         pieces.clear();
         let (mut at, mut piece) = (0, 0);
+        // Whitespace stays in a piece only from text not subject to splitting (quotes, escapes).
+        let mut kept_blank = false;
         let bytes = &self.texts.as_bytes()[w0..];
         for r in &self.runs {
+            let run = &bytes[at..at + r.len];
             if r.split {
-                for (k, &b) in bytes[at..at + r.len].iter().enumerate() {
+                for (k, &b) in run.iter().enumerate() {
                     if CLASS[b as usize] & BLANK != 0 {
                         if at + k > piece {
                             pieces.push(piece..at + k);
@@ -818,6 +821,8 @@ impl<'a> Lexer<'a> {
                         piece = at + k + 1;
                     }
                 }
+            } else {
+                kept_blank |= run.iter().any(|b| b.is_ascii_whitespace());
             }
             at += r.len;
         }
@@ -833,7 +838,7 @@ impl<'a> Lexer<'a> {
             if !unknown.is_empty() {
                 self.unknowns.extend(unknown.iter().filter(|u| piece.contains(u.as_str())).cloned());
             }
-            let map = piece.bytes().any(|b| b.is_ascii_whitespace()).then(|| {
+            let map = (kept_blank && piece.bytes().any(|b| b.is_ascii_whitespace())).then(|| {
                 let m0 = self.tables.len();
                 self.tables.extend_from_slice(t);
                 m0..self.tables.len()
