@@ -323,10 +323,12 @@ pub(super) fn scan_command(
 /// `srun --export=...`) and the program, when known and not there yet.
 fn add_wrapper_env<'w>(env: &mut Vec<(String, String)>, words: impl Iterator<Item = (&'w str, bool)>) {
     for (text, symbolic) in words {
-        if let Some((k, v)) = text.split_once('=') {
-            let valid = k.bytes().next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
-                && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-            if valid && !symbolic && !env.iter().any(|(x, y)| x == k && y == v) {
+        // The name ends at the first byte that cannot be part of one, which must be the `=`.
+        let n = text.bytes().take_while(|&b| b.is_ascii_alphanumeric() || b == b'_').count();
+        let valid = n > 0 && text.as_bytes().get(n) == Some(&b'=') && !text.as_bytes()[0].is_ascii_digit();
+        if valid && !symbolic {
+            let (k, v) = (&text[..n], &text[n + 1..]);
+            if !env.iter().any(|(x, y)| x == k && y == v) {
                 env.push((k.to_owned(), v.to_owned()));
             }
         }
@@ -444,6 +446,12 @@ mod tests {
         assert_eq!(l[1].entry, "sglang serve");
         assert!(l[1].env.contains(&("A".into(), "1".into())));
         assert_eq!(l[2].program, Program::Router);
+    }
+
+    #[test]
+    fn wrappers_pass_known_assignments_only() {
+        let l = launches("env =x 1A=2 B_1=3 C=$UNSET B_1=3 -u=4 python -m sglang.launch_server\n");
+        assert_eq!(l[0].env, [("B_1".to_owned(), "3".to_owned())]);
     }
 
     #[test]
