@@ -80,9 +80,15 @@ pub fn is_python(w: &str) -> bool {
     if !w.as_bytes().last().is_some_and(|&c| c.is_ascii_digit() || matches!(c, b'.' | b'n' | b'y')) {
         return false;
     }
-    let b = basename(w);
-    let rest = b.strip_prefix("python").or_else(|| b.strip_prefix("pypy"));
-    rest.is_some_and(|r| r.bytes().all(|c| c.is_ascii_digit() || c == b'.'))
+    // From the end: the version, then the name, then the start of the word or a `/`.
+    let b = w.as_bytes();
+    let v = b.iter().rposition(|&c| !(c.is_ascii_digit() || c == b'.')).map_or(0, |i| i + 1);
+    let name = match &b[..v] {
+        h if h.ends_with(b"python") => v - 6,
+        h if h.ends_with(b"pypy") => v - 4,
+        _ => return false,
+    };
+    name == 0 || b[name - 1] == b'/'
 }
 
 /// The launch a command's words start, if any: (program, index of the program word, index of
