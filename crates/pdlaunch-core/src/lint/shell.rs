@@ -164,7 +164,7 @@ const DQ_SPECIAL: u8 = 8;
 /// ASCII whitespace (`u8::is_ascii_whitespace`).
 const BLANK: u8 = 16;
 /// A byte [`Lexer::plain_word`] copies as it is once it knows the word is no assignment: a
-/// plain byte other than whitespace, or `=`.
+/// plain byte or `=`.
 const LITERAL: u8 = 32;
 /// A blank between words: space, tab or carriage return.
 const SKIP: u8 = 64;
@@ -176,8 +176,10 @@ static CLASS: [u8; 256] = {
     while b < 256 {
         let c = b as u8;
         let mut k = 0;
-        // An ASCII byte that [`Lexer::word`] copies as it is (no quote, expansion, operator or `=`).
+        // An ASCII byte that [`Lexer::word`] copies as it is (no quote, expansion, operator, `=` or
+        // whitespace).
         if c < 0x80
+            && !c.is_ascii_whitespace()
             && !matches!(
                 c,
                 b' ' | b'\t'
@@ -218,7 +220,7 @@ static CLASS: [u8; 256] = {
         if matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')') {
             k |= ENDS_WORD;
         }
-        if k & (PLAIN | BLANK) == PLAIN || c == b'=' {
+        if k & PLAIN != 0 || c == b'=' {
             k |= LITERAL;
         }
         t[b] = k;
@@ -226,6 +228,11 @@ static CLASS: [u8; 256] = {
     }
     t
 };
+
+/// The number of bytes at the start of `s` that all have `class` (one bit).
+fn run_len(s: &[u8], class: u8) -> usize {
+    s.iter().position(|&c| CLASS[c as usize] & class == 0).unwrap_or(s.len())
+}
 
 fn is_name_start(b: u8) -> bool {
     CLASS[b as usize] & NAME_START != 0
@@ -353,14 +360,13 @@ impl<'a> Lexer<'a> {
         let start = self.pos;
         let rest = &self.s[start..];
         let ends = |n: usize| rest.get(n).is_none_or(|&c| CLASS[c as usize] & ENDS_WORD != 0);
-        // A form feed is plain but whitespace: such words take the general path.
-        let mut n = rest.iter().position(|&c| CLASS[c as usize] & (PLAIN | BLANK) != PLAIN).unwrap_or(rest.len());
+        let mut n = run_len(rest, PLAIN);
         if !ends(n) {
             // `NAME=...` is an assignment, which the general path records; any other `=` is literal.
             if rest[n] != b'=' || is_name_start(rest[0]) && rest[1..n].iter().all(|&c| is_name(c)) {
                 return false;
             }
-            n += rest[n..].iter().position(|&c| CLASS[c as usize] & LITERAL == 0).unwrap_or(rest.len() - n);
+            n += run_len(&rest[n..], LITERAL);
             if !ends(n) {
                 return false;
             }
@@ -712,20 +718,10 @@ impl<'a> Lexer<'a> {
                     self.push_char();
                 }
                 _ => {
-                    // A run of plain ASCII bytes, copied at once.
+                    // A run of plain ASCII bytes (after this one, which may be a `=` or a form
+                    // feed), copied at once.
                     let start = self.pos;
-                    // One pass finds the run's end and gathers its classes, for the blank check below.
-                    let mut classes = CLASS[b as usize];
-                    let mut n = 0;
-                    for &c in &self.s[start + 1..] {
-                        let class = CLASS[c as usize];
-                        if class & PLAIN == 0 {
-                            break;
-                        }
-                        classes |= class;
-                        n += 1;
-                    }
-                    let k = start + 1 + n;
+                    let k = start + 1 + run_len(&self.s[start + 1..], PLAIN);
                     if eq.is_none() && name_ok {
                         let first = if self.texts.len() == self.w0 { NAME_START } else { NAME };
                         name_ok = CLASS[b as usize] & first != 0 && self.s[start + 1..k].iter().all(|&c| is_name(c));
@@ -733,8 +729,8 @@ impl<'a> Lexer<'a> {
                     self.texts.push_str(&self.text[start..k]);
                     let maybe_blank = self.maybe_blank;
                     self.add_run(k - start, From::Text(start), false);
-                    // Plain bytes hold whitespace only as a form feed.
-                    self.maybe_blank = maybe_blank || classes & BLANK != 0;
+                    // Plain bytes hold no whitespace: only the first byte can be (a form feed).
+                    self.maybe_blank = maybe_blank || CLASS[b as usize] & BLANK != 0;
                     self.pos = k;
                 }
             }
