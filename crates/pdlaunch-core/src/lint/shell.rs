@@ -257,7 +257,7 @@ impl<'a> Lexer<'a> {
             // Room for a long command, so the buffers rarely grow.
             texts: String::with_capacity(text.len().min(1024)),
             w0: 0,
-            lexed: Vec::with_capacity(32),
+            lexed: Vec::with_capacity(64),
             unknowns: Vec::new(),
             tables: Vec::new(),
             runs: Vec::new(),
