@@ -80,43 +80,56 @@ pub fn is_python(w: &str) -> bool {
     if !w.as_bytes().last().is_some_and(|&c| c.is_ascii_digit() || matches!(c, b'.' | b'n' | b'y')) {
         return false;
     }
-    let b = basename(w);
-    let rest = b.strip_prefix("python").or_else(|| b.strip_prefix("pypy"));
-    rest.is_some_and(|r| r.bytes().all(|c| c.is_ascii_digit() || c == b'.'))
+    // From the end: the version, then the name, then the start of the word or a `/`.
+    let b = w.as_bytes();
+    let v = b.iter().rposition(|&c| !(c.is_ascii_digit() || c == b'.')).map_or(0, |i| i + 1);
+    let name = match &b[..v] {
+        h if h.ends_with(b"python") => v - 6,
+        h if h.ends_with(b"pypy") => v - 4,
+        _ => return false,
+    };
+    name == 0 || b[name - 1] == b'/'
 }
 
 /// The launch a command's words start, if any: (program, index of the program word, index of
 /// the first argument, entry text).
 pub fn find_launch(words: &[Word]) -> Option<(Program, usize, usize, String)> {
-    for (i, w) in words.iter().enumerate() {
-        let t = w.text.as_str();
+    find_launch_in(words.len(), |i| &words[i].text)
+}
+
+/// [`find_launch`] over `n` words given by their texts, so that a command still in the lexer is
+/// looked at without copying its words out.
+fn find_launch_in<'w>(n: usize, text: impl Fn(usize) -> &'w str) -> Option<(Program, usize, usize, String)> {
+    let word = |j: usize| (j < n).then(|| text(j));
+    for i in 0..n {
+        let t = text(i);
         if is_python(t) {
             let mut j = i + 1;
-            while let Some(x) = words.get(j) {
-                match x.text.as_str() {
+            while let Some(x) = word(j) {
+                match x {
                     "-m" => break,
                     "-X" | "-W" | "-Q" => j += 2,
                     s if s.starts_with('-') && s.len() > 1 => j += 1,
                     _ => break,
                 }
             }
-            if words.get(j).is_some_and(|x| x.text == "-m") {
-                if let Some(m) = words.get(j + 1) {
-                    let program = if SERVER_MODULES.contains(&m.text.as_str()) {
+            if word(j) == Some("-m") {
+                if let Some(m) = word(j + 1) {
+                    let program = if SERVER_MODULES.contains(&m) {
                         Some(Program::Server)
-                    } else if ROUTER_MODULES.contains(&m.text.as_str()) {
+                    } else if ROUTER_MODULES.contains(&m) {
                         Some(Program::Router)
                     } else {
                         None
                     };
                     if let Some(p) = program {
-                        return Some((p, i, j + 2, [basename(t), " -m ", &m.text].concat()));
+                        return Some((p, i, j + 2, [basename(t), " -m ", m].concat()));
                     }
                 }
             }
         }
         // The next word first: it rules out most words without looking for a `/`.
-        match words.get(i + 1).map(|w| w.text.as_str()) {
+        match word(i + 1) {
             Some("serve") if basename(t) == "sglang" => {
                 return Some((Program::Server, i, i + 2, "sglang serve".into()))
             }
@@ -180,8 +193,8 @@ pub fn scan_shell(
         return;
     }
     let mut lx = Lexer::new(text, map, file, nested);
-    // The words are read where the lexer holds them; only a command that may start a launch is
-    // copied out.
+    // The words are read where the lexer holds them; only a launch's arguments, or a word that
+    // may be a shell string holding one, are copied out.
     while lx.read_command(vars) {
         let n = lx.len();
         let mut first = 0;
@@ -233,8 +246,24 @@ pub fn scan_shell(
                         env.push((text[..eq].to_owned(), text[eq + 1..].to_owned()));
                     }
                 }
-                let plain: Vec<Word> = words.map(|i| lx.take_word(i)).collect();
-                scan_command(Cow::Owned(plain), &env, vars, around, out, depth);
+                let w0 = words.start;
+                match find_launch_in(words.len(), |k| lx.text(w0 + k)) {
+                    Some((program, i, start, entry)) => {
+                        let prog = w0 + i;
+                        add_wrapper_env(&mut env, (w0..prog).map(|k| (lx.text(k), lx.is_symbolic(k))));
+                        let at = lx.start(prog);
+                        let python = is_python(lx.text(prog)).then(|| lx.text(prog).to_owned());
+                        let args = (w0 + start..words.end).map(|k| lx.take_word(k)).collect();
+                        out.push(new_launch(around, (program, entry), (python, file, at), args, env));
+                    }
+                    None => {
+                        for k in words {
+                            if might_hold_script(lx.text(k)) {
+                                scan_nested(&lx.take_word(k), &env, vars, around, out, depth);
+                            }
+                        }
+                    }
+                }
             }
         }
         for &(s, e) in lx.heredocs() {
@@ -275,18 +304,8 @@ pub(super) fn scan_command(
     depth: usize,
 ) {
     if let Some((program, i, start, entry)) = find_launch(&words) {
-        // `VAR=x` words between a wrapper (`env`, `srun --export=...`) and the program.
         let mut env = env.to_vec();
-        for w in &words[..i] {
-            let eq = w.text.bytes().position(|b| b == b'=');
-            if let Some((k, v)) = eq.map(|i| (&w.text[..i], &w.text[i + 1..])) {
-                let valid = k.bytes().next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
-                    && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-                if valid && !w.is_symbolic() && !env.iter().any(|(x, y)| x == k && y == v) {
-                    env.push((k.to_owned(), v.to_owned()));
-                }
-            }
-        }
+        add_wrapper_env(&mut env, words[..i].iter().map(|w| (w.text.as_str(), w.is_symbolic())));
         let python = is_python(&words[i].text).then(|| words[i].text.clone());
         let (file, at) = (words[i].file, words[i].start);
         let args = match words {
@@ -296,30 +315,75 @@ pub(super) fn scan_command(
             }
             Cow::Borrowed(w) => w[start..].to_vec(),
         };
-        out.push(Launch {
-            program,
-            file,
-            at,
-            entry,
-            python,
-            args,
-            env,
-            hints: around.hints.clone(),
-            gpu: around.gpu,
-            release: around.release,
-            isolated: around.isolated,
-        });
+        out.push(new_launch(around, (program, entry), (python, file, at), args, env));
         return;
     }
     for w in words.iter() {
-        if let Some(map) = &w.map {
-            if has_sglang(&w.text) && w.text.bytes().any(|b| b.is_ascii_whitespace()) {
-                let mut inner = vars.clone();
-                let mut around = around.clone();
-                around.env.extend(env.iter().cloned());
-                scan_shell(&w.text, map, w.file, true, &mut inner, &around, out, depth + 1);
+        if might_hold_script(&w.text) {
+            scan_nested(w, env, vars, around, out, depth);
+        }
+    }
+}
+
+/// Adds to `env` the `VAR=x` words, given as (text, symbolic), between a wrapper (`env`,
+/// `srun --export=...`) and the program, when known and not there yet.
+fn add_wrapper_env<'w>(env: &mut Vec<(String, String)>, words: impl Iterator<Item = (&'w str, bool)>) {
+    for (text, symbolic) in words {
+        // The name ends at the first byte that cannot be part of one, which must be the `=`.
+        let n = text.bytes().take_while(|&b| b.is_ascii_alphanumeric() || b == b'_').count();
+        let valid = n > 0 && text.as_bytes().get(n) == Some(&b'=') && !text.as_bytes()[0].is_ascii_digit();
+        if valid && !symbolic {
+            let (k, v) = (&text[..n], &text[n + 1..]);
+            if !env.iter().any(|(x, y)| x == k && y == v) {
+                env.push((k.to_owned(), v.to_owned()));
             }
         }
+    }
+}
+
+/// The launch of `program` (with its entry text), whose program word is the interpreter
+/// `python` (when started with `python -m`) at offset `at` of file `file`.
+fn new_launch(
+    around: &Surroundings,
+    (program, entry): (Program, String),
+    (python, file, at): (Option<String>, usize, usize),
+    args: Vec<Word>,
+    env: Vec<(String, String)>,
+) -> Launch {
+    Launch {
+        program,
+        file,
+        at,
+        entry,
+        python,
+        args,
+        env,
+        hints: around.hints.clone(),
+        gpu: around.gpu,
+        release: around.release,
+        isolated: around.isolated,
+    }
+}
+
+/// True for a word that may be a shell string holding a launch (`bash -c "…"`, `ssh host '…'`).
+fn might_hold_script(w: &str) -> bool {
+    has_sglang(w) && w.bytes().any(|b| b.is_ascii_whitespace())
+}
+
+/// Reads word `w` as a script, when it keeps where its bytes came from, with the command's `env`.
+fn scan_nested(
+    w: &Word,
+    env: &[(String, String)],
+    vars: &Vars,
+    around: &Surroundings,
+    out: &mut Vec<Launch>,
+    depth: usize,
+) {
+    if let Some(map) = &w.map {
+        let mut inner = vars.clone();
+        let mut around = around.clone();
+        around.env.extend(env.iter().cloned());
+        scan_shell(&w.text, map, w.file, true, &mut inner, &around, out, depth + 1);
     }
 }
 
@@ -388,6 +452,12 @@ mod tests {
         assert_eq!(l[1].entry, "sglang serve");
         assert!(l[1].env.contains(&("A".into(), "1".into())));
         assert_eq!(l[2].program, Program::Router);
+    }
+
+    #[test]
+    fn wrappers_pass_known_assignments_only() {
+        let l = launches("env =x 1A=2 B_1=3 C=$UNSET B_1=3 -u=4 python -m sglang.launch_server\n");
+        assert_eq!(l[0].env, [("B_1".to_owned(), "3".to_owned())]);
     }
 
     #[test]

@@ -163,8 +163,9 @@ const NAME_START: u8 = 4;
 const DQ_SPECIAL: u8 = 8;
 /// ASCII whitespace (`u8::is_ascii_whitespace`).
 const BLANK: u8 = 16;
-/// Not a byte of a variable name.
-const NOT_NAME: u8 = 32;
+/// A byte [`Lexer::plain_word`] copies as it is once it knows the word is no assignment: a
+/// plain byte or `=`.
+const LITERAL: u8 = 32;
 /// A blank between words: space, tab or carriage return.
 const SKIP: u8 = 64;
 /// Ends an unquoted word.
@@ -175,8 +176,10 @@ static CLASS: [u8; 256] = {
     while b < 256 {
         let c = b as u8;
         let mut k = 0;
-        // An ASCII byte that [`Lexer::word`] copies as it is (no quote, expansion, operator or `=`).
+        // An ASCII byte that [`Lexer::word`] copies as it is (no quote, expansion, operator, `=` or
+        // whitespace).
         if c < 0x80
+            && !c.is_ascii_whitespace()
             && !matches!(
                 c,
                 b' ' | b'\t'
@@ -201,8 +204,6 @@ static CLASS: [u8; 256] = {
         }
         if c.is_ascii_alphanumeric() || c == b'_' {
             k |= NAME;
-        } else {
-            k |= NOT_NAME;
         }
         if c.is_ascii_alphabetic() || c == b'_' {
             k |= NAME_START;
@@ -219,11 +220,19 @@ static CLASS: [u8; 256] = {
         if matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')') {
             k |= ENDS_WORD;
         }
+        if k & PLAIN != 0 || c == b'=' {
+            k |= LITERAL;
+        }
         t[b] = k;
         b += 1;
     }
     t
 };
+
+/// The number of bytes at the start of `s` that all have `class` (one bit).
+fn run_len(s: &[u8], class: u8) -> usize {
+    s.iter().position(|&c| CLASS[c as usize] & class == 0).unwrap_or(s.len())
+}
 
 fn is_name_start(b: u8) -> bool {
     CLASS[b as usize] & NAME_START != 0
@@ -248,7 +257,7 @@ impl<'a> Lexer<'a> {
             // Room for a long command, so the buffers rarely grow.
             texts: String::with_capacity(text.len().min(1024)),
             w0: 0,
-            lexed: Vec::with_capacity(32),
+            lexed: Vec::with_capacity(64),
             unknowns: Vec::new(),
             tables: Vec::new(),
             runs: Vec::new(),
@@ -344,14 +353,25 @@ impl<'a> Lexer<'a> {
         }
     }
 
-    /// Reads a word made only of plain bytes (most words: no quote, expansion, `=` or escape),
-    /// without [`Self::word`]'s bookkeeping; false, reading nothing, for any other word.
+    /// Reads a word made only of plain bytes and `=` (most words: no quote, expansion or
+    /// escape, and no assignment), without [`Self::word`]'s bookkeeping; false, reading nothing,
+    /// for any other word.
     fn plain_word(&mut self) -> bool {
         let start = self.pos;
         let rest = &self.s[start..];
-        // A form feed is plain but whitespace: such words take the general path.
-        let n = rest.iter().position(|&c| CLASS[c as usize] & (PLAIN | BLANK) != PLAIN).unwrap_or(rest.len());
-        if n == 0 || rest.get(n).is_some_and(|&c| CLASS[c as usize] & ENDS_WORD == 0) {
+        let ends = |n: usize| rest.get(n).is_none_or(|&c| CLASS[c as usize] & ENDS_WORD != 0);
+        let mut n = run_len(rest, PLAIN);
+        if !ends(n) {
+            // `NAME=...` is an assignment, which the general path records; any other `=` is literal.
+            if rest[n] != b'=' || is_name_start(rest[0]) && rest[1..n].iter().all(|&c| is_name(c)) {
+                return false;
+            }
+            n += run_len(&rest[n..], LITERAL);
+            if !ends(n) {
+                return false;
+            }
+        }
+        if n == 0 {
             return false;
         }
         let end = start + n;
@@ -394,6 +414,11 @@ impl<'a> Lexer<'a> {
     /// Byte index in word `i`'s text of the `=` of `NAME=value`.
     pub fn eq(&self, i: usize) -> Option<usize> {
         self.lexed[i].eq
+    }
+
+    /// Source offset where word `i` starts.
+    pub fn start(&self, i: usize) -> usize {
+        self.lexed[i].start
     }
 
     /// True when word `i`'s value depends on something only known at run time.
@@ -693,29 +718,19 @@ impl<'a> Lexer<'a> {
                     self.push_char();
                 }
                 _ => {
-                    // A run of plain ASCII bytes, copied at once.
+                    // A run of plain ASCII bytes (after this one, which may be a `=` or a form
+                    // feed), copied at once.
                     let start = self.pos;
-                    // One pass gathers the classes of the run's bytes, for the checks below.
-                    let mut classes = CLASS[b as usize];
-                    let mut n = 0;
-                    for &c in &self.s[start + 1..] {
-                        let class = CLASS[c as usize];
-                        if class & PLAIN == 0 {
-                            break;
-                        }
-                        classes |= class;
-                        n += 1;
-                    }
-                    let k = start + 1 + n;
+                    let k = start + 1 + run_len(&self.s[start + 1..], PLAIN);
                     if eq.is_none() && name_ok {
                         let first = if self.texts.len() == self.w0 { NAME_START } else { NAME };
-                        name_ok = CLASS[b as usize] & first != 0 && classes & NOT_NAME == 0;
+                        name_ok = CLASS[b as usize] & first != 0 && self.s[start + 1..k].iter().all(|&c| is_name(c));
                     }
                     self.texts.push_str(&self.text[start..k]);
                     let maybe_blank = self.maybe_blank;
                     self.add_run(k - start, From::Text(start), false);
-                    // Plain bytes hold whitespace only as a form feed.
-                    self.maybe_blank = maybe_blank || classes & BLANK != 0;
+                    // Plain bytes hold no whitespace: only the first byte can be (a form feed).
+                    self.maybe_blank = maybe_blank || CLASS[b as usize] & BLANK != 0;
                     self.pos = k;
                 }
             }
@@ -788,10 +803,13 @@ impl<'a> Lexer<'a> {
         let mut pieces = std::mem::take(&mut self.pieces);
         pieces.clear();
         let (mut at, mut piece) = (0, 0);
+        // Whitespace stays in a piece only from text not subject to splitting (quotes, escapes).
+        let mut kept_blank = false;
         let bytes = &self.texts.as_bytes()[w0..];
         for r in &self.runs {
+            let run = &bytes[at..at + r.len];
             if r.split {
-                for (k, &b) in bytes[at..at + r.len].iter().enumerate() {
+                for (k, &b) in run.iter().enumerate() {
                     if CLASS[b as usize] & BLANK != 0 {
                         if at + k > piece {
                             pieces.push(piece..at + k);
@@ -799,6 +817,8 @@ impl<'a> Lexer<'a> {
                         piece = at + k + 1;
                     }
                 }
+            } else {
+                kept_blank |= run.iter().any(|b| b.is_ascii_whitespace());
             }
             at += r.len;
         }
@@ -814,7 +834,7 @@ impl<'a> Lexer<'a> {
             if !unknown.is_empty() {
                 self.unknowns.extend(unknown.iter().filter(|u| piece.contains(u.as_str())).cloned());
             }
-            let map = piece.bytes().any(|b| b.is_ascii_whitespace()).then(|| {
+            let map = (kept_blank && piece.bytes().any(|b| b.is_ascii_whitespace())).then(|| {
                 let m0 = self.tables.len();
                 self.tables.extend_from_slice(t);
                 m0..self.tables.len()
@@ -1171,6 +1191,25 @@ mod tests {
         assert_eq!(lx.text(1), "a\x0cb");
         assert!(lx.take_word(1).map.is_some());
         assert!(!lx.read_command(&vars));
+    }
+
+    #[test]
+    fn equals_signs_outside_assignments_are_literal() {
+        let map = SrcMap::Offset(0);
+        let mut lx = Lexer::new("srun --nodes=1 a.b=c =x N=1 k=v=w", &map, 0, false);
+        assert!(lx.read_command(&Vars::default()));
+        let words: Vec<_> = (0..lx.len()).map(|i| (lx.text(i), lx.eq(i), lx.table_of(i).len())).collect();
+        assert_eq!(
+            words,
+            [
+                ("srun", None, 0),
+                ("--nodes=1", None, 0),
+                ("a.b=c", None, 0),
+                ("=x", None, 0),
+                ("N=1", Some(1), 3),
+                ("k=v=w", Some(1), 5)
+            ]
+        );
     }
 
     #[test]
