@@ -137,7 +137,7 @@ impl Schema {
             .unwrap_or_default();
         let primary: &[&str] = PRIMARY.iter().find(|(d, _)| *d == def).map_or(&[], |(_, p)| p);
         let mut names: Vec<&String> = props.keys().collect();
-        names.sort_by_key(|n| primary.iter().position(|p| p == n).unwrap_or(usize::MAX));
+        pdlaunch_core::sort::sort_by_key(&mut names, |n| primary.iter().position(|p| p == n).unwrap_or(usize::MAX));
         names
             .into_iter()
             .map(|name| {

@@ -72,14 +72,12 @@ pub fn env_text(env: &BTreeMap<String, String>) -> String {
 /// Reads `KEY=value` lines; blank lines are skipped, a line without `=` is a key with an empty
 /// value (the core reports bad names).
 pub fn parse_env(text: &str) -> BTreeMap<String, String> {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(|l| match l.split_once('=') {
-            Some((k, v)) => (k.trim().to_owned(), split(v).join(" ")),
-            None => (l.to_owned(), String::new()),
-        })
-        .collect()
+    let mut env = BTreeMap::new();
+    env.extend(text.lines().map(str::trim).filter(|l| !l.is_empty()).map(|l| match l.split_once('=') {
+        Some((k, v)) => (k.trim().to_owned(), split(v).join(" ")),
+        None => (l.to_owned(), String::new()),
+    }));
+    env
 }
 
 #[cfg(test)]

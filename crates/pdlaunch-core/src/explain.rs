@@ -45,9 +45,12 @@ fn pieces(template: &str) -> Vec<String> {
 }
 
 fn words(s: &str) -> std::collections::BTreeSet<&str> {
-    s.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
-        .filter(|w| w.len() > 1 && !w.chars().all(|c| c.is_ascii_digit()))
-        .collect()
+    let mut out = std::collections::BTreeSet::new();
+    out.extend(
+        s.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+            .filter(|w| w.len() > 1 && !w.chars().all(|c| c.is_ascii_digit())),
+    );
+    out
 }
 
 /// Scores how well `msg` matches `template`: the share of the template's literal characters found
@@ -96,7 +99,7 @@ pub fn explain(message: &str) -> Vec<Explanation> {
             }
         }
     }
-    out.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.rule.code.cmp(b.rule.code))); // codes are unique
+    crate::sort::sort_by(&mut out, |a, b| b.score.total_cmp(&a.score).then(a.rule.code.cmp(b.rule.code))); // codes are unique
     out
 }
 

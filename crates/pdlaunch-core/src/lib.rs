@@ -21,5 +21,6 @@ pub mod release;
 pub mod render;
 pub mod rules;
 pub mod schema;
+pub mod sort;
 pub mod spec;
 pub mod yaml_value;

@@ -233,7 +233,7 @@ impl Spec {
             }
         }
         let mut spellings: Vec<(String, usize)> = by_spelling.iter().map(|(k, &(i, _))| (k.clone(), i)).collect();
-        spellings.sort_unstable();
+        crate::sort::sort(&mut spellings);
         let meta = flags
             .iter()
             .map(|f| FlagMeta {
@@ -281,7 +281,8 @@ impl Spec {
             let hits = &self.spellings[from..];
             let n = hits.iter().take_while(|(k, _)| k.starts_with(spelling)).count();
             let hits = &hits[..n];
-            let dests: std::collections::BTreeSet<usize> = hits.iter().map(|&(_, i)| i).collect();
+            let mut dests = std::collections::BTreeSet::new();
+            dests.extend(hits.iter().map(|&(_, i)| i));
             match dests.len() {
                 1 => return Ok(*dests.iter().next().expect("one element")),
                 0 => {}

@@ -24,9 +24,11 @@ impl BufferKind {
             (BufferKind::Words, Some(Value::Array(a))) => {
                 words::join(&a.iter().map(|v| v.as_str().unwrap_or_default().to_owned()).collect::<Vec<_>>())
             }
-            (BufferKind::Env, Some(Value::Object(m))) => words::env_text(
-                &m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned())).collect(),
-            ),
+            (BufferKind::Env, Some(Value::Object(m))) => {
+                let mut env = std::collections::BTreeMap::new();
+                env.extend(m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned())));
+                words::env_text(&env)
+            }
             _ => String::new(),
         }
     }
@@ -37,9 +39,9 @@ impl BufferKind {
                 (!tokens.is_empty()).then(|| Value::Array(tokens.into_iter().map(Value::String).collect()))
             }
             BufferKind::Env => {
-                let env = words::parse_env(text);
-                (!env.is_empty())
-                    .then(|| Value::Object(env.into_iter().map(|(k, v)| (k, Value::String(v))).collect::<Map<_, _>>()))
+                let mut env = Map::new();
+                env.extend(words::parse_env(text).into_iter().map(|(k, v)| (k, Value::String(v))));
+                (!env.is_empty()).then_some(Value::Object(env))
             }
         }
     }

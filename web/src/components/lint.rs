@@ -105,7 +105,7 @@ pub fn LintView(props: &LintProps) -> Html {
                     got.borrow_mut().push((name, text));
                     if got.borrow().len() as u32 == n {
                         let mut files = got.borrow().clone();
-                        files.sort_unstable();
+                        pdlaunch_core::sort::sort(&mut files);
                         dispatch.emit(Action::LintFiles(files));
                     }
                 });

@@ -237,7 +237,9 @@ fn to_json(n: &Node) -> serde_json::Value {
         },
         Node::Seq(s) => serde_json::Value::Array(s.items.iter().map(to_json).collect()),
         Node::Map(m) => {
-            serde_json::Value::Object(m.entries.iter().map(|(k, v)| (k.text.to_string(), to_json(v))).collect())
+            let mut out = serde_json::Map::new();
+            out.extend(m.entries.iter().map(|(k, v)| (k.text.to_string(), to_json(v))));
+            serde_json::Value::Object(out)
         }
     }
 }

@@ -55,7 +55,7 @@ pub fn edits(linted: &Linted) -> Vec<Edit> {
             out.extend(e);
         }
     }
-    out.sort_by_key(|e| (e.file, e.start, e.end));
+    crate::sort::sort_by_key(&mut out, |e| (e.file, e.start, e.end));
     out
 }
 
@@ -86,7 +86,7 @@ pub fn describe(linted: &Linted, f: &LintFinding) -> Vec<String> {
 fn apply(text: &str, file: usize, edits: &[Edit]) -> String {
     let mut after = text.to_owned();
     let mut mine: Vec<&Edit> = edits.iter().filter(|e| e.file == file).collect();
-    mine.sort_by_key(|e| (e.start, e.end));
+    crate::sort::sort_by_key(&mut mine, |e| (e.start, e.end));
     for e in mine.iter().rev() {
         if e.start <= e.end && e.end <= after.len() && after.is_char_boundary(e.start) && after.is_char_boundary(e.end)
         {

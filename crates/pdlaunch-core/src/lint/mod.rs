@@ -360,7 +360,8 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
                 let (words, problems) = config::expand(&l.args, files, config_files, spec);
                 let tokens: Vec<String> = words.iter().map(|w| w.text.clone()).collect();
                 let origins = origins_of(files, &words);
-                let env: BTreeMap<String, String> = l.env.iter().cloned().collect();
+                let mut env = BTreeMap::new();
+                env.extend(l.env.iter().cloned());
                 let view = ServerView::new(String::new(), String::new(), tokens, origins, env, None, release);
                 servers.push((Pre { launch: k, words, problems }, view));
             }
@@ -455,7 +456,7 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
             Some(Role::Decode) => 1,
             None => 2,
         };
-        entries.sort_unstable_by_key(|e| (rank(e), e.launch)); // one entry per launch: a total order
+        crate::sort::sort_by_key(&mut entries, |e| (rank(e), e.launch));
         assign_instances(&mut entries, files, launches);
         if let Some(r) = &router {
             for e in &mut entries {
@@ -949,7 +950,7 @@ fn lint_group(
         }
     }
     findings.extend(extra);
-    findings.sort_by(|a, b| a.severity.cmp(&b.severity).then(a.code.cmp(b.code)));
+    crate::sort::sort_by(&mut findings, |a, b| a.severity.cmp(&b.severity).then(a.code.cmp(b.code)));
     findings
         .into_iter()
         .map(|f| LintFinding { places: places(&f, group, files, launches), group: g, finding: f })

@@ -150,7 +150,7 @@ impl<'a> Builder<'a> {
                     seen.push(s.view.instance);
                 }
             }
-            seen.sort_unstable();
+            crate::sort::sort(&mut seen);
             for (k, inst) in seen.iter().enumerate() {
                 let nodes: Vec<&super::ServerEntry> =
                     group.servers.iter().filter(|s| role_of(s) == Some(r) && s.view.instance == *inst).collect();
@@ -481,8 +481,8 @@ impl<'a> Builder<'a> {
         if !extra.is_empty() {
             router.insert("extra_args".into(), Value::Array(extra.into_iter().map(Value::String).collect()));
         }
-        let env: Map<String, Value> =
-            self.linted.launches[r.launch].env.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
+        let mut env = Map::new();
+        env.extend(self.linted.launches[r.launch].env.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))));
         if !env.is_empty() {
             router.insert("env".into(), Value::Object(env));
         }

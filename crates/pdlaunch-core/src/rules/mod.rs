@@ -430,7 +430,7 @@ pub fn run(ctx: &Context) -> Vec<Finding> {
             }
         }
     }
-    out.sort_by(|a, b| a.severity.cmp(&b.severity).then(a.code.cmp(b.code)));
+    crate::sort::sort_by(&mut out, |a, b| a.severity.cmp(&b.severity).then(a.code.cmp(b.code)));
     out
 }
 
