@@ -2,10 +2,10 @@
 
 use yew::prelude::*;
 
-use super::builder::Builder;
+use super::builder::{builder, BuilderProps};
 use super::explain::ExplainView;
 use super::lint::LintView;
-use super::nav::Nav;
+use super::nav::{nav, NavProps};
 use crate::browser;
 use crate::state::{Action, State, View};
 
@@ -62,7 +62,7 @@ pub fn App() -> Html {
         })
     };
     let view = match state.view {
-        View::Builder => html! { <Builder state={(*state).clone()} dispatch={dispatch.clone()} /> },
+        View::Builder => builder(&BuilderProps { state: (*state).clone(), dispatch: dispatch.clone() }),
         View::Lint => html! {
             <LintView files={state.lint.clone()} gpu={state.lint_gpu.clone()} release={state.lint_release.clone()}
                       dispatch={dispatch.clone()} />
@@ -75,7 +75,7 @@ pub fn App() -> Html {
             <header class="top">
                 <h1>{"pdlaunch"}</h1>
                 <p class="tagline">{"Describe an SGLang prefill-decode deployment once; get matched commands, checked."}</p>
-                <Nav view={state.view} dispatch={dispatch.clone()} />
+                { nav(&NavProps { view: state.view, dispatch: dispatch.clone() }) }
             </header>
             <p class="notice" role="status" aria-live="polite" id="notice">{state.notice.clone().unwrap_or_default()}</p>
             <main id="main" tabindex="-1">{view}</main>

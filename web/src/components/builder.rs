@@ -5,12 +5,11 @@ use yew::prelude::*;
 use super::diagnostics::Diagnostics;
 use super::outputs::Outputs;
 use super::section::{FormShared, Section};
-use super::toolbar::Toolbar;
+use super::toolbar::{toolbar, ToolbarProps};
 use crate::browser;
 use crate::state::{Action, State};
 
-/// Props of [`Builder`].
-#[derive(Properties, PartialEq)]
+/// What [`builder`] shows.
 pub struct BuilderProps {
     /// The app state.
     pub state: State,
@@ -19,8 +18,7 @@ pub struct BuilderProps {
 }
 
 /// The builder view.
-#[function_component]
-pub fn Builder(props: &BuilderProps) -> Html {
+pub fn builder(props: &BuilderProps) -> Html {
     let s = &props.state;
     // A deployment file dropped anywhere on the builder is imported.
     let ondragover = Callback::from(|e: DragEvent| e.prevent_default());
@@ -51,7 +49,7 @@ pub fn Builder(props: &BuilderProps) -> Html {
     html! {
         <div class="builder" {ondragover} {ondrop}>
             <h2 class="sr-only">{"Builder"}</h2>
-            <Toolbar can_undo={s.can_undo()} parsed={s.parsed.clone().ok()} name={s.name()} dispatch={props.dispatch.clone()} />
+            { toolbar(&ToolbarProps { can_undo: s.can_undo(), parsed: s.parsed.clone().ok(), name: s.name().into(), dispatch: props.dispatch.clone() }) }
             <div class="columns">
                 <section class="form" aria-labelledby="form-title">
                     <h2 id="form-title">{"Deployment"}</h2>

@@ -9,7 +9,7 @@ use yew::prelude::*;
 
 use super::buffer::{Buffer, BufferKind};
 use super::finding::FindingCard;
-use super::help::Help;
+use super::help::help;
 use crate::form::{field_id, Kind, Prop};
 use crate::state::{Action, Diagnostic};
 
@@ -132,7 +132,7 @@ pub fn Field(props: &FieldProps) -> Html {
         <div class={classes!("field", bool_field.then_some("switch"), invalid.then_some("invalid"))} data-path={props.path.clone()}>
             if bool_field { {input} {label} } else { {label} {input} }
             if let Some(e) = &props.error { <p class="field-error" role="alert">{e.clone()}</p> }
-            <Help text={p.help.clone()} id={help_id} />
+            { help(&p.help, help_id) }
             { for props.diagnostics.iter().map(|d| html! { <FindingCard diagnostic={d.clone()} dispatch={props.dispatch.clone()} /> }) }
         </div>
     }

@@ -6,7 +6,7 @@ use std::rc::Rc;
 use serde_json::Value;
 use yew::prelude::*;
 
-use super::help::Help;
+use super::help::help;
 use super::section::{FormShared, Section};
 use crate::form::{field_id, Prop, Schema};
 use crate::state::Action;
@@ -62,7 +62,7 @@ pub fn Group(props: &GroupProps) -> Html {
     html! {
         <fieldset class={classes!("group", top.then_some("top"))} id={format!("{id}-group")}>
             <legend>{title}</legend>
-            <Help text={props.prop.help.clone()} id={format!("{id}-help")} />
+            { help(&props.prop.help, format!("{id}-help")) }
             {toggle}
             if props.value.is_some() || !props.prop.nullable {
                 <Section def={props.def.clone()} path={props.path.clone()}

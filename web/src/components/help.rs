@@ -2,24 +2,15 @@
 
 use yew::prelude::*;
 
-/// Props of [`Help`].
-#[derive(Properties, PartialEq)]
-pub struct HelpProps {
-    /// The description (paragraphs separated by blank lines, `code` in backticks).
-    pub text: AttrValue,
-    /// Element id (fields point `aria-describedby` at it).
-    pub id: AttrValue,
-}
-
-/// A field's or group's help text.
-#[function_component]
-pub fn Help(props: &HelpProps) -> Html {
-    if props.text.is_empty() {
+/// A field's or group's help text, with element id `id` (fields point `aria-describedby` at
+/// it). The description's paragraphs are separated by blank lines, `code` is in backticks.
+pub fn help(text: &str, id: String) -> Html {
+    if text.is_empty() {
         return html! {};
     }
     html! {
-        <div class="help" id={props.id.clone()}>
-            { for props.text.split("\n\n").map(|para| html! { <p>{ spans(&para.replace('\n', " ")) }</p> }) }
+        <div class="help" id={id}>
+            { for text.split("\n\n").map(|para| html! { <p>{ spans(&para.replace('\n', " ")) }</p> }) }
         </div>
     }
 }

@@ -12,8 +12,8 @@ use pdlaunch_core::rules::Severity;
 use web_sys::{HtmlSelectElement, HtmlTextAreaElement};
 use yew::prelude::*;
 
-use super::lint_finding::LintFindingCard;
-use super::source::Source;
+use super::lint_finding::{lint_finding_card, LintFindingProps};
+use super::source::{source, SourceProps};
 use crate::browser;
 use crate::state::Action;
 
@@ -173,7 +173,7 @@ pub fn LintView(props: &LintProps) -> Html {
             <div class="lint-grid">
                 <div>
                     <h3>{"Findings"}</h3>
-                    { for l.findings.iter().enumerate().map(|(i, f)| html! { <LintFindingCard index={i} finding={Rc::new(f.clone())} /> }) }
+                    { for l.findings.iter().enumerate().map(|(i, f)| lint_finding_card(&LintFindingProps { index: i, finding: Rc::new(f.clone()) })) }
                     if has_input && l.findings.is_empty() && !l.launches.is_empty() { <p class="summary clean">{"No drift found."}</p> }
                 </div>
                 <div>
@@ -183,7 +183,7 @@ pub fn LintView(props: &LintProps) -> Html {
                             let err = lf.finding.severity == Severity::Error;
                             lf.places.iter().filter(|p| p.file == f.name).map(move |p| (p.line, p.end_line, err))
                         }).collect();
-                        html! { <Source index={i} name={f.name.clone()} text={f.text.clone()} places={places} /> }
+                        source(&SourceProps { index: i, name: f.name.clone().into(), text: f.text.clone().into(), places })
                     }) }
                 </div>
             </div>

@@ -9,8 +9,7 @@ use yew::prelude::*;
 use super::help::spans;
 use crate::browser;
 
-/// Props of [`LintFindingCard`].
-#[derive(Properties, PartialEq)]
+/// What [`lint_finding_card`] shows.
 pub struct LintFindingProps {
     /// Its position in the list.
     pub index: usize,
@@ -19,8 +18,7 @@ pub struct LintFindingProps {
 }
 
 /// One lint finding.
-#[function_component]
-pub fn LintFindingCard(props: &LintFindingProps) -> Html {
+pub fn lint_finding_card(props: &LintFindingProps) -> Html {
     let f = &props.finding.finding;
     let sev = f.severity.as_str();
     let explanation = rule(f.code).map(|r| r.explanation).unwrap_or_default();

@@ -7,7 +7,7 @@ use serde_json::Value;
 use yew::prelude::*;
 
 use super::finding::FindingCard;
-use super::help::Help;
+use super::help::help;
 use super::section::{FormShared, Section};
 use crate::form::{field_id, Prop, Schema};
 use crate::state::{Action, Diagnostic};
@@ -53,7 +53,7 @@ pub fn List(props: &ListProps) -> Html {
     html! {
         <fieldset class="list" id={id.clone()}>
             <legend>{props.prop.label.clone()}</legend>
-            <Help text={props.prop.help.clone()} id={format!("{id}-help")} />
+            { help(&props.prop.help, format!("{id}-help")) }
             { for here.iter().map(|d| html! { <FindingCard diagnostic={d.clone()} dispatch={form.dispatch.clone()} /> }) }
             { for props.items.iter().enumerate().map(|(i, item)| {
                 let path = format!("{}[{i}]", props.path);

@@ -1,4 +1,6 @@
-//! The views: small function components, one per file, each over props from the one state.
+//! The views, one per file, each over props from the one state. Views that hold state (hooks)
+//! are function components; the others are plain functions returning `Html`, because every
+//! component type adds its own copy of Yew's lifecycle code (about 1.4 KB gzipped) to the app.
 
 pub mod app;
 pub mod buffer;

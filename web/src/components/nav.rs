@@ -4,8 +4,7 @@ use yew::prelude::*;
 
 use crate::state::{Action, View};
 
-/// Props of [`Nav`].
-#[derive(Properties, PartialEq)]
+/// What [`nav`] shows.
 pub struct NavProps {
     /// The current view.
     pub view: View,
@@ -14,8 +13,7 @@ pub struct NavProps {
 }
 
 /// The view switcher.
-#[function_component]
-pub fn Nav(props: &NavProps) -> Html {
+pub fn nav(props: &NavProps) -> Html {
     let item = |view: View, id: &'static str, label: &'static str| {
         let dispatch = props.dispatch.clone();
         let current = props.view == view;

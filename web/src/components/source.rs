@@ -4,8 +4,7 @@ use yew::prelude::*;
 
 use crate::form::field_id;
 
-/// Props of [`Source`].
-#[derive(Properties, PartialEq)]
+/// What [`source`] shows.
 pub struct SourceProps {
     /// Position of the file among the inputs.
     pub index: usize,
@@ -23,8 +22,7 @@ pub fn line_id(file: &str, line: u32) -> String {
 }
 
 /// A linted file.
-#[function_component]
-pub fn Source(props: &SourceProps) -> Html {
+pub fn source(props: &SourceProps) -> Html {
     let hit = |n: u32| {
         let mut class = None;
         for (a, b, err) in &props.places {

@@ -11,8 +11,7 @@ use yew::prelude::*;
 use crate::browser;
 use crate::state::Action;
 
-/// Props of [`Toolbar`].
-#[derive(Properties, PartialEq)]
+/// What [`toolbar`] shows.
 pub struct ToolbarProps {
     /// Whether there is a change to undo.
     pub can_undo: bool,
@@ -25,8 +24,7 @@ pub struct ToolbarProps {
 }
 
 /// The toolbar.
-#[function_component]
-pub fn Toolbar(props: &ToolbarProps) -> Html {
+pub fn toolbar(props: &ToolbarProps) -> Html {
     let on_preset = {
         let dispatch = props.dispatch.clone();
         Callback::from(move |e: Event| {
