@@ -13,8 +13,7 @@ use super::help::help;
 use crate::form::{field_id, Kind, Prop};
 use crate::state::{Action, Diagnostic};
 
-/// Props of [`Field`].
-#[derive(Properties, PartialEq)]
+/// What [`field`] shows.
 pub struct FieldProps {
     /// The property.
     pub prop: Rc<Prop>,
@@ -25,7 +24,6 @@ pub struct FieldProps {
     /// The findings that concern it.
     pub diagnostics: Vec<Rc<Diagnostic>>,
     /// Set when the document does not parse because of this field.
-    #[prop_or_default]
     pub error: Option<AttrValue>,
     /// Sends actions.
     pub dispatch: Callback<Action>,
@@ -40,8 +38,7 @@ fn shown(v: &Value) -> String {
 }
 
 /// One field.
-#[function_component]
-pub fn Field(props: &FieldProps) -> Html {
+pub fn field(props: &FieldProps) -> Html {
     let p = &props.prop;
     let id = field_id(&props.path);
     let help_id = format!("{id}-help");

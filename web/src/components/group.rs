@@ -11,8 +11,7 @@ use super::section::{FormShared, Section};
 use crate::form::{field_id, Prop, Schema};
 use crate::state::Action;
 
-/// Props of [`Group`].
-#[derive(Properties, PartialEq)]
+/// What [`group`] shows.
 pub struct GroupProps {
     /// The property holding the group.
     pub prop: Rc<Prop>,
@@ -23,7 +22,6 @@ pub struct GroupProps {
     /// Its value (`None` when unset).
     pub value: Option<Value>,
     /// The side it belongs to.
-    #[prop_or_default]
     pub side: Option<&'static str>,
     /// Findings, load error and dispatcher.
     pub form: FormShared,
@@ -31,8 +29,7 @@ pub struct GroupProps {
 
 /// A nested group in a fieldset; an optional one (speculative decoding, hierarchical cache...)
 /// has a switch that adds or removes it.
-#[function_component]
-pub fn Group(props: &GroupProps) -> Html {
+pub fn group(props: &GroupProps) -> Html {
     let form = &props.form;
     let id = field_id(&props.path);
     let toggle = props.prop.nullable.then(|| {

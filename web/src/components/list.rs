@@ -12,8 +12,7 @@ use super::section::{FormShared, Section};
 use crate::form::{field_id, Prop, Schema};
 use crate::state::{Action, Diagnostic};
 
-/// Props of [`List`].
-#[derive(Properties, PartialEq)]
+/// What [`list`] shows.
 pub struct ListProps {
     /// The list property.
     pub prop: Rc<Prop>,
@@ -24,15 +23,13 @@ pub struct ListProps {
     /// The items.
     pub items: Vec<Value>,
     /// The side it belongs to.
-    #[prop_or_default]
     pub side: Option<&'static str>,
     /// Findings, load error and dispatcher.
     pub form: FormShared,
 }
 
 /// A list of groups.
-#[function_component]
-pub fn List(props: &ListProps) -> Html {
+pub fn list(props: &ListProps) -> Html {
     let form = &props.form;
     let id = field_id(&props.path);
     let noun = props.def.to_lowercase();

@@ -7,10 +7,10 @@ use std::rc::Rc;
 use serde_json::Value;
 use yew::prelude::*;
 
-use super::field::Field;
+use super::field::{field, FieldProps};
 use super::finding::FindingCard;
-use super::group::Group;
-use super::list::List;
+use super::group::{group, GroupProps};
+use super::list::{list, ListProps};
 use crate::form::{Kind, Prop, Schema};
 use crate::state::{Action, Diagnostic};
 
@@ -72,19 +72,34 @@ pub fn Section(props: &SectionProps) -> Html {
         }
         let error = form.error_path.as_deref().filter(|e| *e == path || e.starts_with(&format!("{path}.")));
         match &p.kind {
-            Kind::Object(def) => {
-                html! { <Group prop={p.clone()} def={def.clone()} path={path} value={value} side={side} form={form.clone()} /> }
-            }
-            Kind::List(def) => {
-                html! { <List prop={p.clone()} def={def.clone()} path={path}
-                items={value.and_then(|v| v.as_array().cloned()).unwrap_or_default()} side={side} form={form.clone()} /> }
-            }
+            Kind::Object(def) => group(&GroupProps {
+                prop: p.clone(),
+                def: def.clone().into(),
+                path: path.into(),
+                value,
+                side,
+                form: form.clone(),
+            }),
+            Kind::List(def) => list(&ListProps {
+                prop: p.clone(),
+                def: def.clone().into(),
+                path: path.into(),
+                items: value.and_then(|v| v.as_array().cloned()).unwrap_or_default(),
+                side,
+                form: form.clone(),
+            }),
             _ => {
                 let diags: Vec<Rc<Diagnostic>> =
                     form.diagnostics.iter().filter(|d| d.concerns(&path)).cloned().collect();
                 let error = error.map(|_| AttrValue::from("This value is not valid here; see the message above."));
-                html! { <Field prop={p.clone()} path={path} value={value} diagnostics={diags} error={error}
-                dispatch={form.dispatch.clone()} /> }
+                field(&FieldProps {
+                    prop: p.clone(),
+                    path: path.into(),
+                    value,
+                    diagnostics: diags,
+                    error,
+                    dispatch: form.dispatch.clone(),
+                })
             }
         }
     };
