@@ -643,16 +643,7 @@ impl<'a> Parser<'a> {
                         table.extend(f..f + text.len());
                     }
                 }
-                let t = text.to_mut();
-                if breaks <= 1 {
-                    t.push(' ');
-                    table.push(at);
-                } else {
-                    for _ in 1..breaks {
-                        t.push('\n');
-                        table.push(at);
-                    }
-                }
+                push_folded(text.to_mut(), &mut table, breaks, at);
                 let seg = self.t.get(line_begin..seg_end).unwrap_or("");
                 if first_src.is_none() {
                     first_src = Some(line_begin);
@@ -760,15 +751,7 @@ impl<'a> Parser<'a> {
                 _ => break,
             }
         }
-        if breaks <= 1 {
-            text.push(' ');
-            table.push(at);
-        } else {
-            for _ in 1..breaks {
-                text.push('\n');
-                table.push(at);
-            }
-        }
+        push_folded(text, table, breaks, at);
     }
 
     fn trim_trailing_blanks(text: &mut String, table: &mut Vec<usize>) {
@@ -1192,6 +1175,19 @@ fn merge(mut m: Map<'_>) -> Map<'_> {
     Map { entries: out, start: m.start }
 }
 
+/// Appends the folding of `breaks` line breaks at source offset `at`: one break reads as a
+/// space, `n` breaks as `n - 1` newlines.
+fn push_folded(text: &mut String, table: &mut Vec<usize>, breaks: usize, at: usize) {
+    if breaks <= 1 {
+        text.push(' ');
+        table.push(at);
+    } else {
+        for _ in 1..breaks {
+            text.push('\n');
+            table.push(at);
+        }
+    }
+}
 #[cfg(test)]
 mod tests {
     use super::*;
