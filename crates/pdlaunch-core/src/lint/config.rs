@@ -5,6 +5,8 @@
 //! arguments followed by the command line's, so the command line wins. `--config=FILE` is not
 //! seen at all.
 
+use std::sync::Arc;
+
 use super::source::{Embed, SourceFile, SrcMap, Word};
 use super::yaml::{self, Node, Scalar, Style};
 use crate::spec::Spec;
@@ -31,27 +33,28 @@ pub enum ConfigProblem {
 /// The argv SGLang parses for `args` (tokens after the module), with `--config` expanded from
 /// `files` (looked up by the path as written, then by file name).
 pub fn expand(
-    args: &[Word],
+    args: &Arc<[Word]>,
     files: &[SourceFile],
     config_files: &[usize],
     spec: &Spec,
-) -> (Vec<Word>, Vec<ConfigProblem>) {
+) -> (Arc<[Word]>, Vec<ConfigProblem>) {
     let mut problems = Vec::new();
-    let hits: Vec<usize> = args.iter().enumerate().filter(|(_, w)| w.text == "--config").map(|(i, _)| i).collect();
-    let Some(&i) = hits.first() else { return (args.to_vec(), problems) };
-    if hits.len() > 1 {
-        problems.push(ConfigProblem::Multiple { at: args[hits[1]].clone() });
-        return (args.to_vec(), problems);
+    // Most launches have no `--config`: their argv is the launch's, shared.
+    let mut hits = args.iter().enumerate().filter(|(_, w)| w.text == "--config").map(|(i, _)| i);
+    let Some(i) = hits.next() else { return (args.clone(), problems) };
+    if let Some(second) = hits.next() {
+        problems.push(ConfigProblem::Multiple { at: args[second].clone() });
+        return (args.clone(), problems);
     }
     let Some(path_word) = args.get(i + 1) else {
         problems.push(ConfigProblem::NoPath { at: args[i].clone() });
-        return (args.to_vec(), problems);
+        return (args.clone(), problems);
     };
     let path = path_word.text.clone();
     let rest: Vec<Word> = args[..i].iter().chain(&args[i + 2..]).cloned().collect();
     if !(path.ends_with(".yaml") || path.ends_with(".yml")) {
         problems.push(ConfigProblem::NotYaml { path, at: path_word.clone() });
-        return (rest, problems);
+        return (rest.into(), problems);
     }
     let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_owned();
     let found = config_files
@@ -61,7 +64,7 @@ pub fn expand(
         .or_else(|| config_files.iter().copied().find(|&f| base(&files[f].name) == base(&path)));
     let Some(f) = found else {
         problems.push(ConfigProblem::NotGiven { path, at: path_word.clone() });
-        return (rest, problems);
+        return (rest.into(), problems);
     };
     let text = &files[f].text;
     let root = match yaml::parse(text) {
@@ -74,7 +77,7 @@ pub fn expand(
                     message: "Config file must contain a dictionary at root level".into(),
                     at: path_word.clone(),
                 });
-                return (rest, problems);
+                return (rest.into(), problems);
             }
         },
         Err(e) => {
@@ -84,7 +87,7 @@ pub fn expand(
                 message: format!("YAML error at line {line}, column {col}: {}", e.message),
                 at: path_word.clone(),
             });
-            return (rest, problems);
+            return (rest.into(), problems);
         }
     };
     let mut out: Vec<Word> = Vec::new();
@@ -173,7 +176,7 @@ pub fn expand(
         }
     }
     out.extend(rest);
-    (out, problems)
+    (out.into(), problems)
 }
 
 enum Py {
@@ -268,7 +271,7 @@ mod tests {
             SourceFile::new("conf/p.yaml", "model-path: m\npage-size: 64\ntrust-remote-code: true\nenable-metrics: no\nmem-fraction-static: 0.80\npage_size: 1\n"),
         ];
         let args = vec![word("--config"), word("./p.yaml"), word("--page-size"), word("32")];
-        let (out, problems) = expand(&args, &files, &[1], Release::LATEST.spec());
+        let (out, problems) = expand(&args.into(), &files, &[1], Release::LATEST.spec());
         let texts: Vec<&str> = out.iter().map(|w| w.text.as_str()).collect();
         assert_eq!(
             texts,
@@ -297,11 +300,11 @@ mod tests {
     #[test]
     fn missing_and_unsupported() {
         let files = vec![SourceFile::new("c.yaml", "disable-cuda-graph: true\n")];
-        let (_, p) = expand(&[word("--config"), word("other.yaml")], &files, &[0], Release::LATEST.spec());
+        let (_, p) = expand(&[word("--config"), word("other.yaml")].into(), &files, &[0], Release::LATEST.spec());
         assert!(matches!(&p[..], [ConfigProblem::NotGiven { .. }]));
-        let (_, p) = expand(&[word("--config"), word("c.yaml")], &files, &[0], Release::LATEST.spec());
+        let (_, p) = expand(&[word("--config"), word("c.yaml")].into(), &files, &[0], Release::LATEST.spec());
         assert!(matches!(&p[..], [ConfigProblem::Unsupported { .. }]), "{p:?}");
-        let (_, p) = expand(&[word("--config"), word("c.json")], &files, &[0], Release::LATEST.spec());
+        let (_, p) = expand(&[word("--config"), word("c.json")].into(), &files, &[0], Release::LATEST.spec());
         assert!(matches!(&p[..], [ConfigProblem::NotYaml { .. }]));
     }
 }

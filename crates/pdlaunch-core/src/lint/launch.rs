@@ -4,6 +4,7 @@
 //! shell strings (`bash -c "…"`, `ssh host '…'`, here-documents, YAML scalars) read as scripts.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use super::shell::{Lexer, VarValue, Vars};
 use super::source::{SrcMap, Word};
@@ -32,8 +33,9 @@ pub struct Launch {
     pub entry: String,
     /// The interpreter word, when started with `python -m`.
     pub python: Option<String>,
-    /// The arguments after the entry.
-    pub args: Vec<Word>,
+    /// The arguments after the entry (shared, not copied, by the server or router entry that
+    /// reads them).
+    pub args: Arc<[Word]>,
     /// Environment known to be set for the process.
     pub env: Vec<(String, String)>,
     /// Words around the launch that hint at its role or name (file name, container, object,
@@ -356,7 +358,7 @@ fn new_launch(
         at,
         entry,
         python,
-        args,
+        args: args.into(),
         env,
         hints: around.hints.clone(),
         gpu: around.gpu,

@@ -127,8 +127,9 @@ pub struct ServerEntry {
     pub launch: usize,
     /// What SGLang will see.
     pub view: ServerView,
-    /// The word of each token of `view.tokens`.
-    pub words: Vec<Word>,
+    /// The word of each token of `view.tokens` (the launch's arguments, unless a `--config`
+    /// file adds some).
+    pub words: Arc<[Word]>,
     /// The role the material suggests when `--disaggregation-mode` does not give one.
     pub intended: Option<Role>,
     /// Problems with its `--config` file.
@@ -143,7 +144,7 @@ pub struct RouterEntryInfo {
     /// What the rules see.
     pub view: RouterView,
     /// The word of each token.
-    pub words: Vec<Word>,
+    pub words: Arc<[Word]>,
     /// Token index of the `--prefill` of each `view.prefills` entry.
     pub prefill_tokens: Vec<usize>,
     /// Token index of the `--decode` of each `view.decodes` entry.
@@ -343,7 +344,7 @@ fn is_wildcard(h: &str) -> bool {
 /// Server launches read with a release's spec, before grouping.
 struct Pre {
     launch: usize,
-    words: Vec<Word>,
+    words: Arc<[Word]>,
     problems: Vec<ConfigProblem>,
 }
 
@@ -445,7 +446,7 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
             entries.push(ServerEntry {
                 launch: pre.launch,
                 view,
-                words: std::mem::take(&mut pre.words),
+                words: pre.words.clone(),
                 intended,
                 config_problems: std::mem::take(&mut pre.problems),
             });

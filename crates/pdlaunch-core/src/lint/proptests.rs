@@ -394,7 +394,7 @@ fn fuzz_shell_reader() {
             0,
         );
         for l in &out {
-            for w in &l.args {
+            for w in l.args.iter() {
                 assert!(w.start <= w.end && w.end <= t.len(), "{w:?} out of {t:?}");
             }
         }
@@ -426,7 +426,12 @@ fn fuzz_config_reader() {
             map: None,
             embed: source::Embed::Shell { nested: false },
         };
-        let _ = config::expand(&[w("--config"), w("c.yaml"), w("--tp"), w("2")], &files, &[1], Release::LATEST.spec());
+        let _ = config::expand(
+            &[w("--config"), w("c.yaml"), w("--tp"), w("2")].into(),
+            &files,
+            &[1],
+            Release::LATEST.spec(),
+        );
     });
 }
 
