@@ -305,25 +305,54 @@ pub(super) fn scan_command(
     out: &mut Vec<Launch>,
     depth: usize,
 ) {
-    if let Some((program, i, start, entry)) = find_launch(&words) {
-        let mut env = env.to_vec();
-        add_wrapper_env(&mut env, words[..i].iter().map(|w| (w.text.as_str(), w.is_symbolic())));
-        let python = is_python(&words[i].text).then(|| words[i].text.clone());
-        let (file, at) = (words[i].file, words[i].start);
-        let args = match words {
-            Cow::Owned(mut v) => {
-                v.drain(..start);
-                v
-            }
-            Cow::Borrowed(w) => w[start..].to_vec(),
-        };
-        out.push(new_launch(around, (program, entry), (python, file, at), args, env));
+    if let Some(found) = find_launch(&words) {
+        push_launch(words, found, env, around, out);
         return;
     }
     for w in words.iter() {
         if might_hold_script(&w.text) {
             scan_nested(w, env, vars, around, out, depth);
         }
+    }
+}
+
+/// Pushes the launch `find_launch` found in `words`: (program, index of the program word, index
+/// of the first argument, entry text).
+fn push_launch(
+    words: Cow<'_, [Word]>,
+    (program, i, start, entry): (Program, usize, usize, String),
+    env: &[(String, String)],
+    around: &Surroundings,
+    out: &mut Vec<Launch>,
+) {
+    let mut env = env.to_vec();
+    add_wrapper_env(&mut env, words[..i].iter().map(|w| (w.text.as_str(), w.is_symbolic())));
+    let python = is_python(&words[i].text).then(|| words[i].text.clone());
+    let (file, at) = (words[i].file, words[i].start);
+    let args = match words {
+        Cow::Owned(mut v) => {
+            v.drain(..start);
+            v
+        }
+        Cow::Borrowed(w) => w[start..].to_vec(),
+    };
+    out.push(new_launch(around, (program, entry), (python, file, at), args, env));
+}
+
+/// Pushes the launch that `words` start, taking them as its arguments; gives the words back
+/// when they hold none.
+pub(super) fn take_launch(
+    words: Vec<Word>,
+    env: &[(String, String)],
+    around: &Surroundings,
+    out: &mut Vec<Launch>,
+) -> Result<(), Vec<Word>> {
+    match find_launch(&words) {
+        Some(found) => {
+            push_launch(Cow::Owned(words), found, env, around, out);
+            Ok(())
+        }
+        None => Err(words),
     }
 }
 

@@ -3,9 +3,7 @@
 //! services' `mainContainer`s), and docker-compose services' `entrypoint`/`command`. A container
 //! is any mapping with `command` or `args`; its role hints come from the names around it.
 
-use super::launch::{
-    find_launch, gpu_in_text, release_in_image, scan_command, scan_shell, scan_words, Launch, Surroundings,
-};
+use super::launch::{gpu_in_text, release_in_image, scan_shell, scan_words, take_launch, Launch, Surroundings};
 use super::shell::{Lexer, Vars};
 use super::source::{Embed, SrcMap, Word};
 use super::yaml::{Map, Node, Scalar};
@@ -264,11 +262,8 @@ fn command_words(keys: &Keys, file: usize, dialect: Dialect, env: &[(String, Str
 fn scan_container_words(words: Vec<Word>, file: usize, around: &Surroundings, out: &mut Vec<Launch>) {
     let vars = Vars::default();
     let env = &around.env;
-    if find_launch(&words).is_some() {
-        // The launch takes the words as its arguments: no copy.
-        scan_command(std::borrow::Cow::Owned(words), env, &vars, around, out, 0);
-        return;
-    }
+    // A launch takes the words as its arguments: no copy.
+    let Err(words) = take_launch(words, env, around, out) else { return };
     let before = out.len();
     scan_words(&words, env, &vars, around, out, 0);
     if out.len() == before {
