@@ -5,7 +5,7 @@ use std::rc::Rc;
 use pdlaunch_core::rules::Severity;
 use yew::prelude::*;
 
-use super::finding::FindingCard;
+use super::finding::finding_card;
 use crate::state::{Action, Diagnostic};
 
 /// Props of [`Diagnostics`].
@@ -57,9 +57,7 @@ pub fn Diagnostics(props: &DiagnosticsProps) -> Html {
             <p id="diagnostics-summary" class={classes!("summary", class)} data-errors={(!props.checking).then(|| AttrValue::from(e.to_string()))} role="status"
                aria-live="polite">{summary}</p>
             <div class="finding-list">
-                { for props.diagnostics.iter().map(|d| html! {
-                    <FindingCard key={d.index} diagnostic={d.clone()} goto=true dispatch={props.dispatch.clone()} />
-                }) }
+                { for props.diagnostics.iter().map(|d| finding_card(d, true, &props.dispatch)) }
             </div>
         </section>
     }

@@ -8,7 +8,7 @@ use web_sys::{HtmlInputElement, HtmlSelectElement};
 use yew::prelude::*;
 
 use super::buffer::{Buffer, BufferKind};
-use super::finding::FindingCard;
+use super::finding::finding_card;
 use super::help::help;
 use crate::form::{field_id, Kind, Prop};
 use crate::state::{Action, Diagnostic};
@@ -130,7 +130,7 @@ pub fn field(props: &FieldProps) -> Html {
             if bool_field { {input} {label} } else { {label} {input} }
             if let Some(e) = &props.error { <p class="field-error" role="alert">{e.clone()}</p> }
             { help(&p.help, help_id) }
-            { for props.diagnostics.iter().map(|d| html! { <FindingCard diagnostic={d.clone()} dispatch={props.dispatch.clone()} /> }) }
+            { for props.diagnostics.iter().map(|d| finding_card(d, false, &props.dispatch)) }
         </div>
     }
 }

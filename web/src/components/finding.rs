@@ -1,8 +1,6 @@
 //! One finding: its rule code, what is wrong, why it matters, how to fix it, and a button that
 //! applies the fix when the core found one.
 
-use std::rc::Rc;
-
 use pdlaunch_core::rules::rule;
 use yew::prelude::*;
 
@@ -11,27 +9,14 @@ use crate::browser;
 use crate::form::field_id;
 use crate::state::{Action, Diagnostic};
 
-/// Props of [`FindingCard`].
-#[derive(Properties, PartialEq)]
-pub struct FindingProps {
-    /// The finding.
-    pub diagnostic: Rc<Diagnostic>,
-    /// Show a "go to field" link (in the summary list).
-    #[prop_or_default]
-    pub goto: bool,
-    /// Sends actions.
-    pub dispatch: Callback<Action>,
-}
-
-/// One finding.
-#[function_component]
-pub fn FindingCard(props: &FindingProps) -> Html {
-    let d = &props.diagnostic;
+/// One finding; `goto` adds a "go to field" link (in the summary list). Keyed by the finding's
+/// index, so a list of them keeps each card (and its open "why") across updates.
+pub fn finding_card(d: &Diagnostic, goto: bool, dispatch: &Callback<Action>) -> Html {
     let f = &d.finding;
     let sev = f.severity.as_str();
     let explanation = rule(f.code).map(|r| r.explanation).unwrap_or_default();
     let apply = d.fix.as_ref().map(|fix| {
-        let dispatch = props.dispatch.clone();
+        let dispatch = dispatch.clone();
         let index = d.index;
         html! {
             <button class="apply-fix" onclick={Callback::from(move |_| dispatch.emit(Action::ApplyFix(index)))}>
@@ -39,7 +24,7 @@ pub fn FindingCard(props: &FindingProps) -> Html {
             </button>
         }
     });
-    let goto = props.goto.then(|| d.first_path()).flatten().map(|path| {
+    let goto_link = goto.then(|| d.first_path()).flatten().map(|path| {
         let id = field_id(path);
         let label = format!("Go to {path}");
         html! {
@@ -49,9 +34,9 @@ pub fn FindingCard(props: &FindingProps) -> Html {
             })}>{label}</button>
         }
     });
-    let id = if props.goto { format!("summary-finding-{}", d.index) } else { format!("finding-{}", d.index) };
+    let id = if goto { format!("summary-finding-{}", d.index) } else { format!("finding-{}", d.index) };
     html! {
-        <div class={classes!("finding", sev)} id={id} data-code={f.code} role="group"
+        <div key={d.index} class={classes!("finding", sev)} id={id} data-code={f.code} role="group"
              aria-label={format!("{} {}", f.code, sev)}>
             <p class="headline">
                 <span class="code">{f.code}</span>
@@ -64,7 +49,7 @@ pub fn FindingCard(props: &FindingProps) -> Html {
                 <p>{spans(explanation)}</p>
                 if let Some(e) = f.sglang_error { <p class="sglang-error">{"SGLang: "}<code>{e}</code></p> }
             </details>
-            <div class="actions">{apply}{goto}</div>
+            <div class="actions">{apply}{goto_link}</div>
         </div>
     }
 }

@@ -6,7 +6,7 @@ use std::rc::Rc;
 use serde_json::Value;
 use yew::prelude::*;
 
-use super::finding::FindingCard;
+use super::finding::finding_card;
 use super::help::help;
 use super::section::{FormShared, Section};
 use crate::form::{field_id, Prop, Schema};
@@ -51,7 +51,7 @@ pub fn list(props: &ListProps) -> Html {
         <fieldset class="list" id={id.clone()}>
             <legend>{props.prop.label.clone()}</legend>
             { help(&props.prop.help, format!("{id}-help")) }
-            { for here.iter().map(|d| html! { <FindingCard diagnostic={d.clone()} dispatch={form.dispatch.clone()} /> }) }
+            { for here.iter().map(|d| finding_card(d, false, &form.dispatch)) }
             { for props.items.iter().enumerate().map(|(i, item)| {
                 let path = format!("{}[{i}]", props.path);
                 let mut rest = props.items.clone();

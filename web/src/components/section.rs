@@ -8,7 +8,7 @@ use serde_json::Value;
 use yew::prelude::*;
 
 use super::field::{field, FieldProps};
-use super::finding::FindingCard;
+use super::finding::finding_card;
 use super::group::{group, GroupProps};
 use super::list::{list, ListProps};
 use crate::form::{Kind, Prop, Schema};
@@ -133,7 +133,7 @@ pub fn Section(props: &SectionProps) -> Html {
         if props.path.is_empty() { "More deployment settings".to_owned() } else { "More settings".to_owned() };
     html! {
         <>
-            { for here.iter().map(|d| html! { <FindingCard diagnostic={d.clone()} dispatch={form.dispatch.clone()} /> }) }
+            { for here.iter().map(|d| finding_card(d, false, &form.dispatch)) }
             { for primary.iter().map(|p| render(p)) }
             if !more.is_empty() {
                 <details class="more" open={*open || more_needed} {ontoggle}>
