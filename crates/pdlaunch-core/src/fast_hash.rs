@@ -1,6 +1,7 @@
-//! A small, fast, non-cryptographic hasher for the lookup tables built once from embedded data
-//! (flag spellings, destinations). Keys never come from an adversary in a way that matters for
-//! these tables, and SipHash dominated the lookups that every token and every rule performs.
+//! Fast lookup tables for keys that never come from an adversary in a way that matters:
+//! [`NameIndex`] for the name tables built once from embedded data (option spellings,
+//! destinations), which every token and every rule reads, and [`FastMap`], a `HashMap` with a
+//! small non-cryptographic hasher, for other keys (SipHash dominated those lookups).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -50,3 +51,62 @@ impl Hasher for FastHasher {
 
 /// A `HashMap` with [`FastHasher`].
 pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
+
+/// Names (option spellings, destinations) to values, for the lookups every option token and
+/// every value a rule reads make: open addressing over a power-of-two table, hashing a name by
+/// its length and its first and last eight bytes. A general map's hashing and probing cost more
+/// than the rest of such a lookup.
+#[derive(Debug)]
+pub(crate) struct NameIndex<V> {
+    entries: Vec<(String, V)>,
+    /// 1 + an index into `entries`, or 0 for a free slot; at most half are taken.
+    slots: Vec<u32>,
+    /// 64 minus the log2 of `slots.len()`: the hash's top bits pick the first slot.
+    shift: u32,
+}
+
+impl<V> NameIndex<V> {
+    /// Indexes `entries`, whose names are distinct.
+    pub(crate) fn new(entries: Vec<(String, V)>) -> NameIndex<V> {
+        let size = (entries.len() * 2).next_power_of_two().max(2);
+        let mut index = NameIndex { entries, slots: vec![0; size], shift: 64 - size.trailing_zeros() };
+        for (k, (name, _)) in index.entries.iter().enumerate() {
+            let mut i = index.first_slot(name);
+            while index.slots[i] != 0 {
+                i = (i + 1) & (size - 1);
+            }
+            index.slots[i] = u32::try_from(k + 1).expect("fewer than 2^32 names");
+        }
+        index
+    }
+
+    fn first_slot(&self, name: &str) -> usize {
+        let b = name.as_bytes();
+        let n = b.len();
+        let word = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("eight bytes"));
+        let half = |i: usize| u64::from(u32::from_le_bytes(b[i..i + 4].try_into().expect("four bytes")));
+        let (head, tail) = match n {
+            8.. => (word(0), word(n - 8)),
+            4..=7 => (half(0), half(n - 4)),
+            1..=3 => (u64::from(b[0]) | u64::from(b[n / 2]) << 8, u64::from(b[n - 1])),
+            0 => (0, 0),
+        };
+        let h = (head.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ tail.rotate_left(29) ^ n as u64)
+            .wrapping_mul(0xd6e8_feb8_6659_fd93);
+        (h >> self.shift) as usize
+    }
+
+    #[inline]
+    pub(crate) fn get(&self, name: &str) -> Option<&V> {
+        let mask = self.slots.len() - 1;
+        let mut i = self.first_slot(name);
+        loop {
+            let taken = self.slots[i] as usize;
+            let (k, v) = &self.entries[taken.checked_sub(1)?];
+            if k == name {
+                return Some(v);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+}

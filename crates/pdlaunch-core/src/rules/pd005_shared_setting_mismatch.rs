@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use super::{Context, Finding, Rule, Severity};
 use crate::effective::ServerView;
-use crate::fast_hash::FastMap;
+use crate::fast_hash::NameIndex;
 use crate::flags::{Flag, Kind, Relation, SERVER_FLAGS};
 
 /// Every `MustMatch` flag of the table, compared between each prefill and decode pair.
@@ -157,36 +157,45 @@ pub(super) fn table_check(ctx: &Context, relation: Relation, rule: &'static Rule
 
 /// The flags one relation compares: in table order, each destination once (several spellings
 /// across releases share one, `--nsa-*`/`--dsa-*`), without those a dedicated rule reports.
-#[derive(Default)]
 struct Compared {
     flags: Vec<&'static Flag>,
-    by_dest: FastMap<&'static str, usize>,
+    by_dest: NameIndex<usize>,
+}
+
+impl Compared {
+    fn new(flags: Vec<&'static Flag>) -> Compared {
+        let by_dest = NameIndex::new(flags.iter().enumerate().map(|(k, f)| (f.dest.to_owned(), k)).collect());
+        Compared { flags, by_dest }
+    }
 }
 
 fn compared(relation: Relation) -> &'static Compared {
     // Every relation's table, built in one pass over the flag table.
     static TABLES: OnceLock<Vec<(Relation, Compared)>> = OnceLock::new();
     let tables = TABLES.get_or_init(|| {
-        let mut tables: Vec<(Relation, Compared)> = Vec::new();
+        let mut lists: Vec<(Relation, Vec<&'static Flag>)> = Vec::new();
         for f in SERVER_FLAGS.iter().copied().filter(|f| !DEDICATED.contains(&f.dest)) {
-            let k = match tables.iter().position(|(r, _)| *r == f.relation) {
+            let k = match lists.iter().position(|(r, _)| *r == f.relation) {
                 Some(k) => k,
                 None => {
-                    tables.push((f.relation, Compared::default()));
-                    tables.len() - 1
+                    lists.push((f.relation, Vec::new()));
+                    lists.len() - 1
                 }
             };
-            let table = &mut tables[k].1;
-            if !table.by_dest.contains_key(f.dest) {
-                table.by_dest.insert(f.dest, table.flags.len());
-                table.flags.push(f);
+            let list = &mut lists[k].1;
+            if !list.iter().any(|g| g.dest == f.dest) {
+                list.push(f);
             }
         }
-        tables
+        lists.into_iter().map(|(r, flags)| (r, Compared::new(flags))).collect()
     });
     // A relation no flag has compares nothing.
     static EMPTY: OnceLock<Compared> = OnceLock::new();
-    tables.iter().find(|(r, _)| *r == relation).map(|(_, c)| c).unwrap_or_else(|| EMPTY.get_or_init(Compared::default))
+    tables
+        .iter()
+        .find(|(r, _)| *r == relation)
+        .map(|(_, c)| c)
+        .unwrap_or_else(|| EMPTY.get_or_init(|| Compared::new(Vec::new())))
 }
 
 #[cfg(test)]
