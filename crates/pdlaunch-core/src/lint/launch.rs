@@ -3,7 +3,6 @@
 //! (`exec`, `nohup`, `env`, `srun`, `numactl`, `docker run …`, `VAR=x` prefixes), and inside
 //! shell strings (`bash -c "…"`, `ssh host '…'`, here-documents, YAML scalars) read as scripts.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::shell::{Lexer, VarValue, Vars};
@@ -282,9 +281,9 @@ pub fn scan_shell(
     }
 }
 
-/// Looks for a launch among one command's words (already split), or for shell strings inside
-/// them that hold one.
-pub fn scan_words(
+/// Looks for shell strings that hold a launch (`bash -c "…"`) among a command's words that
+/// start none themselves.
+pub(super) fn scan_scripts(
     words: &[Word],
     env: &[(String, String)],
     vars: &Vars,
@@ -292,24 +291,7 @@ pub fn scan_words(
     out: &mut Vec<Launch>,
     depth: usize,
 ) {
-    scan_command(Cow::Borrowed(words), env, vars, around, out, depth);
-}
-
-/// [`scan_words`], taking the words when the caller no longer needs them (a launch keeps its
-/// arguments without copying them).
-pub(super) fn scan_command(
-    words: Cow<'_, [Word]>,
-    env: &[(String, String)],
-    vars: &Vars,
-    around: &Surroundings,
-    out: &mut Vec<Launch>,
-    depth: usize,
-) {
-    if let Some(found) = find_launch(&words) {
-        push_launch(words, found, env, around, out);
-        return;
-    }
-    for w in words.iter() {
+    for w in words {
         if might_hold_script(&w.text) {
             scan_nested(w, env, vars, around, out, depth);
         }
@@ -319,7 +301,7 @@ pub(super) fn scan_command(
 /// Pushes the launch `find_launch` found in `words`: (program, index of the program word, index
 /// of the first argument, entry text).
 fn push_launch(
-    words: Cow<'_, [Word]>,
+    mut words: Vec<Word>,
     (program, i, start, entry): (Program, usize, usize, String),
     env: &[(String, String)],
     around: &Surroundings,
@@ -329,14 +311,8 @@ fn push_launch(
     add_wrapper_env(&mut env, words[..i].iter().map(|w| (w.text.as_str(), w.is_symbolic())));
     let python = is_python(&words[i].text).then(|| words[i].text.clone());
     let (file, at) = (words[i].file, words[i].start);
-    let args = match words {
-        Cow::Owned(mut v) => {
-            v.drain(..start);
-            v
-        }
-        Cow::Borrowed(w) => w[start..].to_vec(),
-    };
-    out.push(new_launch(around, (program, entry), (python, file, at), args, env));
+    words.drain(..start);
+    out.push(new_launch(around, (program, entry), (python, file, at), words, env));
 }
 
 /// Pushes the launch that `words` start, taking them as its arguments; gives the words back
@@ -349,7 +325,7 @@ pub(super) fn take_launch(
 ) -> Result<(), Vec<Word>> {
     match find_launch(&words) {
         Some(found) => {
-            push_launch(Cow::Owned(words), found, env, around, out);
+            push_launch(words, found, env, around, out);
             Ok(())
         }
         None => Err(words),

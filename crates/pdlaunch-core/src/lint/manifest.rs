@@ -3,7 +3,7 @@
 //! services' `mainContainer`s), and docker-compose services' `entrypoint`/`command`. A container
 //! is any mapping with `command` or `args`; its role hints come from the names around it.
 
-use super::launch::{gpu_in_text, release_in_image, scan_shell, scan_words, take_launch, Launch, Surroundings};
+use super::launch::{gpu_in_text, release_in_image, scan_scripts, scan_shell, take_launch, Launch, Surroundings};
 use super::shell::{Lexer, Vars};
 use super::source::{Embed, SrcMap, Word};
 use super::yaml::{Map, Node, Scalar};
@@ -265,7 +265,7 @@ fn scan_container_words(words: Vec<Word>, file: usize, around: &Surroundings, ou
     // A launch takes the words as its arguments: no copy.
     let Err(words) = take_launch(words, env, around, out) else { return };
     let before = out.len();
-    scan_words(&words, env, &vars, around, out, 0);
+    scan_scripts(&words, env, &vars, around, out, 0);
     if out.len() == before {
         // A script in one item that the word scan did not recognise as `sh -c` (e.g. `args: [|]`).
         for w in &words {
