@@ -289,10 +289,10 @@ pub fn label(name: &str) -> String {
             } else if w == "gpus" {
                 "GPUs".to_owned()
             } else if UPPER.contains(&w) {
-                w.to_uppercase()
+                w.to_ascii_uppercase()
             } else if i == 0 {
                 let mut c = w.chars();
-                c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
+                c.next().map(|f| f.to_ascii_uppercase().to_string() + c.as_str()).unwrap_or_default()
             } else {
                 w.to_owned()
             }

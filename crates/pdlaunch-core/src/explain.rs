@@ -16,7 +16,7 @@ pub struct Explanation {
 }
 
 fn normalize(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+    s.split_whitespace().collect::<Vec<_>>().join(" ").to_ascii_lowercase()
 }
 
 /// The literal pieces of an SGLang text, between `{...}` placeholders.

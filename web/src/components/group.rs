@@ -44,7 +44,7 @@ pub fn group(props: &GroupProps) -> Html {
         html! {
             <p class="toggle">
                 <input type="checkbox" id={id.clone()} checked={on} {onchange} />
-                <label for={id.clone()}>{format!("Set {}", props.prop.label.to_lowercase())}</label>
+                <label for={id.clone()}>{format!("Set {}", props.prop.label.to_ascii_lowercase())}</label>
             </p>
         }
     });

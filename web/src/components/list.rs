@@ -32,7 +32,7 @@ pub struct ListProps {
 pub fn list(props: &ListProps) -> Html {
     let form = &props.form;
     let id = field_id(&props.path);
-    let noun = props.def.to_lowercase();
+    let noun = props.def.to_ascii_lowercase();
     let set = |items: Vec<Value>| {
         let dispatch = form.dispatch.clone();
         let path = props.path.to_string();
@@ -63,7 +63,7 @@ pub fn list(props: &ListProps) -> Html {
                         <Section def={props.def.clone()} path={path.clone()} value={Rc::new(item.clone())}
                                  side={props.side} form={form.clone()} />
                         <button class="remove" onclick={set(rest)} disabled={props.items.len() == 1}
-                                aria-label={format!("Remove {}", title.to_lowercase())}>
+                                aria-label={format!("Remove {}", title.to_ascii_lowercase())}>
                             {format!("Remove {noun}")}
                         </button>
                     </fieldset>

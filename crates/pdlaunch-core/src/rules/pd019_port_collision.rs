@@ -108,7 +108,7 @@ impl PortUse<'_> {
 /// input without node addresses) does not say which machine a process is on: it only collides
 /// with itself.
 fn machine<'a>(host: &str, label: &'a str) -> (String, Option<&'a str>) {
-    let h = host.to_lowercase();
+    let h = host.to_ascii_lowercase();
     if h.is_empty() || matches!(h.as_str(), "0.0.0.0" | "::" | "[::]") {
         (format!("\u{0}{label}"), Some(label))
     } else {
@@ -179,7 +179,7 @@ fn check<'a>(ctx: &'a Context) -> Vec<Finding> {
             .last_use("port")
             .and_then(|u| r.origins.get(u.index).cloned())
             .unwrap_or_else(|| Origin::Field { path: "router.port".into() });
-        let host = r.host.to_lowercase();
+        let host = r.host.to_ascii_lowercase();
         let router_use = |u: &PortUse<'a>| PortUse {
             host: u.host.clone(),
             unplaced: u.unplaced,

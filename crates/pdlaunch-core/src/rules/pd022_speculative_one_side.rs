@@ -40,7 +40,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
     let mut seen: Vec<(Option<String>, Option<String>, String, String)> = Vec::new();
     for (p, d) in ctx.pairs() {
         let (pa, da) = (algorithm(p), algorithm(d));
-        if pa.as_deref().map(str::to_uppercase) == da.as_deref().map(str::to_uppercase) {
+        if pa.as_deref().map(str::to_ascii_uppercase) == da.as_deref().map(str::to_ascii_uppercase) {
             continue;
         }
         let origin = |s: &crate::effective::ServerView| {
@@ -51,8 +51,9 @@ fn check(ctx: &Context) -> Vec<Finding> {
             continue;
         }
         seen.push(key);
-        let eagle =
-            [&pa, &da].iter().any(|a| a.as_deref().is_some_and(|a| EAGLE_FAMILY.contains(&a.to_uppercase().as_str())));
+        let eagle = [&pa, &da]
+            .iter()
+            .any(|a| a.as_deref().is_some_and(|a| EAGLE_FAMILY.contains(&a.to_ascii_uppercase().as_str())));
         let shown = |a: &Option<String>| a.clone().unwrap_or_else(|| "none".into());
         let message = format!(
             "{} runs speculative algorithm {} but {} runs {}: {}",
