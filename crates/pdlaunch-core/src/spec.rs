@@ -114,21 +114,77 @@ struct FlagMeta {
 /// pool, and per release the pool indices of its options in declaration order. Generated from the
 /// per-release files in `spec/` by the `bundle_is_current` test (run it with
 /// `PDLAUNCH_UPDATE_SPECS=1` after adding a release).
-const BUNDLE: &str = include_str!("../spec/bundle.json");
+///
+/// A line format, read by [`read_bundle`] (smaller than JSON, and read without a derived
+/// deserializer, which the browser app would carry):
+/// - `[server]` or `[router]` starts a program's part;
+/// - `@VERSION RANGES` lists a release's pool indices in declaration order, as `A` or `A-B`
+///   (inclusive) separated by spaces;
+/// - any other line is the next pool entry: seven tab-separated fields `spellings`, `dest`,
+///   `action`, `type`, `choices`, `default`, `nargs`. Spellings are separated by spaces, and
+///   empty means the one spelling `--` + dest with `-` for `_`; an empty type is none; choices,
+///   default and nargs are JSON, and an empty choices or nargs is `null`.
+const BUNDLE: &str = include_str!("../spec/bundle.txt");
 
 /// One program's part of [`BUNDLE`].
-#[derive(Deserialize)]
+#[derive(Default)]
 struct ProgramSpecs {
-    /// Distinct declarations, each `[flags, dest, action, type, choices, default, nargs]`.
+    /// Distinct declarations.
     pool: Vec<SpecFlag>,
     /// Release version -> indices into `pool`.
     releases: std::collections::BTreeMap<String, Vec<usize>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Default)]
 struct Bundle {
     server: ProgramSpecs,
     router: ProgramSpecs,
+}
+
+/// Reads [`BUNDLE`]'s format. The text ships inside the crate and a test reads it back against
+/// the per-release files, so a malformed line is a build bug.
+fn read_bundle(text: &str) -> Bundle {
+    let json = |t: &str| -> serde_json::Value { serde_json::from_str(t).expect("JSON in the spec bundle") };
+    let mut bundle = Bundle::default();
+    let mut part = &mut bundle.server;
+    for line in text.lines() {
+        if line == "[server]" {
+            part = &mut bundle.server;
+        } else if line == "[router]" {
+            part = &mut bundle.router;
+        } else if let Some(rest) = line.strip_prefix('@') {
+            let (version, ranges) = rest.split_once(' ').unwrap_or((rest, ""));
+            let mut indices = Vec::new();
+            for range in ranges.split(' ').filter(|r| !r.is_empty()) {
+                let (a, b) = range.split_once('-').unwrap_or((range, range));
+                let index = |t: &str| t.parse::<usize>().expect("a pool index in the spec bundle");
+                indices.extend(index(a)..=index(b));
+            }
+            part.releases.insert(version.to_owned(), indices);
+        } else {
+            let mut f = line.split('\t');
+            let mut field = || f.next().expect("seven fields per spec bundle entry");
+            let (spellings, dest, action, ty) = (field(), field(), field(), field());
+            let (choices, default, nargs) = (field(), field(), field());
+            let flags = match spellings {
+                "" => vec![format!("--{}", dest.replace('_', "-"))],
+                s => s.split(' ').map(str::to_owned).collect(),
+            };
+            part.pool.push(SpecFlag {
+                flags,
+                dest: dest.to_owned(),
+                action: action.to_owned(),
+                ty: (!ty.is_empty()).then(|| ty.to_owned()),
+                choices: (!choices.is_empty()).then(|| match json(choices) {
+                    serde_json::Value::Array(a) => a,
+                    other => panic!("spec bundle choices are a list, not {other}"),
+                }),
+                default: json(default),
+                nargs: if nargs.is_empty() { serde_json::Value::Null } else { json(nargs) },
+            });
+        }
+    }
+    bundle
 }
 
 /// Which program's argparse spec.
@@ -142,7 +198,7 @@ pub(crate) enum Program {
 
 fn bundle() -> &'static Bundle {
     static CELL: std::sync::OnceLock<Bundle> = std::sync::OnceLock::new();
-    CELL.get_or_init(|| serde_json::from_str(BUNDLE).expect("embedded SGLang spec bundle is valid"))
+    CELL.get_or_init(|| read_bundle(BUNDLE))
 }
 
 impl Spec {
@@ -589,40 +645,83 @@ mod tests {
             .collect()
     }
 
-    /// Deduplicates one program's per-release specs into a pool and index lists.
-    fn bundle_part(program: Program) -> serde_json::Value {
+    /// Deduplicates one program's per-release specs into a pool and index lists, written in
+    /// [`BUNDLE`]'s format.
+    fn bundle_part(program: Program, out: &mut String) {
         const FIELDS: [&str; 7] = ["flags", "dest", "action", "type", "choices", "default", "nargs"];
-        let mut pool: Vec<serde_json::Value> = Vec::new();
+        let mut pool: Vec<String> = Vec::new();
         let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-        let mut releases = serde_json::Map::new();
+        out.push_str(match program {
+            Program::Server => "[server]\n",
+            Program::Router => "[router]\n",
+        });
         for (version, file) in raw_specs(program) {
-            let mut indices = Vec::new();
+            let mut ranges: Vec<(usize, usize)> = Vec::new();
             for flag in file["flags"].as_array().expect("a flags list") {
                 let obj = flag.as_object().expect("a flag object");
                 assert!(obj.keys().all(|k| FIELDS.contains(&k.as_str())), "unexpected key in {version}: {obj:?}");
-                let record = serde_json::Value::Array(FIELDS.iter().map(|k| obj[*k].clone()).collect());
+                let entry = bundle_entry(obj);
                 let next = pool.len();
-                let i = *seen.entry(record.to_string()).or_insert(next);
+                let i = *seen.entry(entry.clone()).or_insert(next);
                 if i == next {
-                    pool.push(record);
+                    pool.push(entry);
                 }
-                indices.push(i);
+                match ranges.last_mut() {
+                    Some((_, end)) if *end + 1 == i => *end = i,
+                    _ => ranges.push((i, i)),
+                }
             }
-            releases.insert(version, indices.into());
+            out.push('@');
+            out.push_str(&version);
+            for (a, b) in ranges {
+                out.push_str(&if a == b { format!(" {a}") } else { format!(" {a}-{b}") });
+            }
+            out.push('\n');
         }
-        serde_json::json!({ "pool": pool, "releases": releases })
+        for entry in pool {
+            out.push_str(&entry);
+            out.push('\n');
+        }
+    }
+
+    /// One declaration as a line of [`BUNDLE`]'s format.
+    fn bundle_entry(obj: &serde_json::Map<String, serde_json::Value>) -> String {
+        let text = |k: &str| -> String {
+            let s = obj[k].as_str().unwrap_or_else(|| panic!("{k} is text: {obj:?}"));
+            assert!(!s.is_empty() && !s.contains(['\t', '\n', ' ']), "{k} fits the bundle format: {obj:?}");
+            s.to_owned()
+        };
+        let dest = text("dest");
+        let flags: Vec<&str> =
+            obj["flags"].as_array().expect("flags").iter().map(|f| f.as_str().expect("a spelling")).collect();
+        assert!(!flags.is_empty() && flags.iter().all(|f| !f.is_empty() && !f.contains(['\t', '\n', ' '])), "{obj:?}");
+        let spellings =
+            if flags == [format!("--{}", dest.replace('_', "-"))] { String::new() } else { flags.join(" ") };
+        let ty = if obj["type"].is_null() { String::new() } else { text("type") };
+        let or_empty = |v: &serde_json::Value| if v.is_null() { String::new() } else { v.to_string() };
+        [
+            spellings,
+            dest,
+            text("action"),
+            ty,
+            or_empty(&obj["choices"]),
+            obj["default"].to_string(),
+            or_empty(&obj["nargs"]),
+        ]
+        .join("\t")
     }
 
     #[test]
     fn bundle_is_current() {
-        let want = serde_json::json!({ "server": bundle_part(Program::Server), "router": bundle_part(Program::Router) })
-            .to_string() + "\n";
+        let mut want = String::new();
+        bundle_part(Program::Server, &mut want);
+        bundle_part(Program::Router, &mut want);
         if std::env::var_os("PDLAUNCH_UPDATE_SPECS").is_some() {
-            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("spec/bundle.json");
-            std::fs::write(path, &want).expect("write spec/bundle.json");
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("spec/bundle.txt");
+            std::fs::write(path, &want).expect("write spec/bundle.txt");
             return;
         }
-        assert!(BUNDLE == want, "spec/bundle.json is stale: run this test with PDLAUNCH_UPDATE_SPECS=1");
+        assert!(BUNDLE == want, "spec/bundle.txt is stale: run this test with PDLAUNCH_UPDATE_SPECS=1");
     }
 
     #[test]
