@@ -9,15 +9,16 @@ const MAX_INFLATED: usize = 4 << 20;
 
 /// Encodes a document for the fragment.
 pub fn encode(doc: &Value) -> String {
-    let json = serde_json::to_vec(doc).unwrap_or_default();
-    base64url(&miniz_oxide::deflate::compress_to_vec(&json, 9))
+    let json = serde_json::to_string(doc).unwrap_or_default();
+    base64url(&miniz_oxide::deflate::compress_to_vec(json.as_bytes(), 9))
 }
 
 /// Decodes a fragment value written by [`encode`].
 pub fn decode(text: &str) -> Option<Value> {
     let bytes = unbase64url(text.trim())?;
     let json = miniz_oxide::inflate::decompress_to_vec_with_limit(&bytes, MAX_INFLATED).ok()?;
-    serde_json::from_slice(&json).ok()
+    // Through text, as everything else the app reads: one copy of the JSON reader, not two.
+    serde_json::from_str(std::str::from_utf8(&json).ok()?).ok()
 }
 
 /// The `s=` parameter of a fragment such as `#s=...`.

@@ -13,6 +13,7 @@ pub mod explain;
 mod fast_hash;
 pub mod fix;
 pub mod flags;
+pub mod float;
 pub mod lint;
 pub mod load;
 pub mod model;

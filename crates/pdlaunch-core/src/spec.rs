@@ -428,7 +428,8 @@ impl Parsed {
 
 fn looks_like_option(tok: &str) -> bool {
     // `--x` is never a number; only `-…` needs the (slower) number test.
-    tok.starts_with("--") && tok.len() > 2 || tok.starts_with('-') && tok.len() > 1 && tok.parse::<f64>().is_err()
+    tok.starts_with("--") && tok.len() > 2
+        || tok.starts_with('-') && tok.len() > 1 && crate::float::parse(tok).is_none()
 }
 
 /// Reads `argv` (the arguments after the program) as argparse would with `spec`.
@@ -571,7 +572,7 @@ pub fn parse_argv(spec: &'static Spec, argv: &[String]) -> Parsed {
 fn type_accepts(ty: &str, v: &str) -> bool {
     match ty {
         "int" => v.parse::<i64>().is_ok(),
-        "float" => v.parse::<f64>().is_ok(),
+        "float" => crate::float::parse(v).is_some(),
         "human_readable_int" => parse_human_int(v).is_some(),
         _ => true,
     }
@@ -596,7 +597,7 @@ pub fn parse_human_int(v: &str) -> Option<i64> {
     ]
     .iter()
     .find_map(|(suf, m)| t.strip_suffix(suf).map(|n| (n, *m)))?;
-    let x: f64 = num.parse().ok()?;
+    let x = crate::float::parse(num)?;
     let r = x * mult;
     (r.is_finite() && r.fract() == 0.0).then_some(r as i64)
 }

@@ -130,7 +130,7 @@ fn float(s: &str) -> Option<f64> {
         (_, ".nan" | ".NaN" | ".NAN") => return Some(f64::NAN),
         _ => {}
     }
-    u.parse::<f64>().ok().filter(|f| f.is_finite())
+    crate::float::parse(u).filter(|f| f.is_finite())
 }
 
 /// `0` followed by digits (with an optional sign): a string in YAML 1.2, not octal.

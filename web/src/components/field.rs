@@ -92,7 +92,7 @@ pub fn field(props: &FieldProps) -> Html {
                 let v = if raw.is_empty() {
                     (required).then(|| Value::String(String::new()))
                 } else if float {
-                    raw.parse::<f64>().ok().map(Value::from).or_else(|| Some(Value::String(raw.to_owned())))
+                    pdlaunch_core::float::parse(raw).map(Value::from).or_else(|| Some(Value::String(raw.to_owned())))
                 } else {
                     raw.parse::<i64>().ok().map(Value::from).or_else(|| Some(Value::String(raw.to_owned())))
                 };

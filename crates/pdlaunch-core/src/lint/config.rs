@@ -218,7 +218,7 @@ fn py_scalar(sc: &Scalar) -> Py {
     let looks_float =
         clean.bytes().any(|b| b == b'.') && clean.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b));
     if looks_float {
-        if let Ok(x) = clean.parse::<f64>() {
+        if let Some(x) = crate::float::parse(&clean) {
             let s = format!("{x:?}");
             return Py::Text(s);
         }
@@ -234,7 +234,8 @@ fn to_json(n: &Node) -> serde_json::Value {
             Py::Text(t) if s.style == Style::Plain => t
                 .parse::<i64>()
                 .map(serde_json::Value::from)
-                .or_else(|_| t.parse::<f64>().map(serde_json::Value::from))
+                .ok()
+                .or_else(|| crate::float::parse(&t).map(serde_json::Value::from))
                 .unwrap_or(serde_json::Value::String(t)),
             Py::Text(t) => serde_json::Value::String(t),
         },

@@ -319,7 +319,7 @@ fn insert_after(w: &Word, tokens: &[String], files: &[SourceFile]) -> Option<Edi
 /// A YAML scalar for `t`: quoted when YAML would read it as something other than a string
 /// (Kubernetes wants strings), in the item's own quote style when it has one.
 fn yaml_item(t: &str, quote: Option<u8>) -> String {
-    let needs = t.parse::<f64>().is_ok()
+    let needs = crate::float::parse(t).is_some()
         || matches!(
             t.to_ascii_lowercase().as_str(),
             "true" | "false" | "yes" | "no" | "on" | "off" | "null" | "~" | "y" | "n"

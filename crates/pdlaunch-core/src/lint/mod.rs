@@ -1079,4 +1079,4 @@ fn places(f: &Finding, group: &Group, files: &[SourceFile], launches: &[Launch])
 mod tests;
 
 #[cfg(test)]
-mod proptests;
+pub(crate) mod proptests;

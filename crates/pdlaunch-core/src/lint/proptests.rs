@@ -241,7 +241,8 @@ fn deployment() -> impl Strategy<Value = Deployment> {
     })
 }
 
-fn cases(default: u32) -> u32 {
+/// Proptest cases: `PDLAUNCH_PROPTEST_CASES`, or `default`.
+pub(crate) fn cases(default: u32) -> u32 {
     std::env::var("PDLAUNCH_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 

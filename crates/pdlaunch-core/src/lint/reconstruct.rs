@@ -109,7 +109,7 @@ fn json_value(flag: &Flag, u: &ArgUse) -> Option<Value> {
         (Kind::Switch, ArgValue::Switch(b)) => Value::Bool(*b),
         (Kind::Int, _) => Value::from(crate::spec::parse_human_int(&text)?),
         (Kind::Float, _) => {
-            let x: f64 = text.parse().ok()?;
+            let x = crate::float::parse(&text)?;
             serde_json::Number::from_f64(x).map(Value::Number)?
         }
         (Kind::List, ArgValue::Many(v)) => Value::Array(v.iter().cloned().map(Value::String).collect()),

@@ -27,7 +27,7 @@ fn yaml_value(arg: &Arg) -> String {
     match flag.kind {
         Kind::Switch => "true".into(),
         Kind::Int if values[0].parse::<i64>().is_ok() => values[0].clone(),
-        Kind::Float if values[0].parse::<f64>().is_ok_and(f64::is_finite) => values[0].clone(),
+        Kind::Float if crate::float::parse(&values[0]).is_some_and(f64::is_finite) => values[0].clone(),
         Kind::List | Kind::Append => format!("[{}]", values.iter().map(quoted).collect::<Vec<_>>().join(", ")),
         _ => quoted(&values[0]),
     }

@@ -79,7 +79,7 @@ fn estimate(ctx: &Context, s: &ServerView) -> Option<Outcome> {
     let need = (per_gpu * per_request) as f64;
 
     let mut assumptions = Vec::new();
-    let fraction = match s.value("mem_fraction_static").and_then(|v| v.parse::<f64>().ok()) {
+    let fraction = match s.value("mem_fraction_static").and_then(|v| crate::float::parse(&v)) {
         Some(f) => f,
         None => {
             assumptions.push(format!("mem_fraction_static {ASSUMED_MEM_FRACTION} assumed (unset)"));
