@@ -332,7 +332,7 @@ impl State {
 /// An example as a document.
 pub fn preset(name: &str) -> Option<Value> {
     let e = EXAMPLES.iter().find(|e| e.name == name)?;
-    read_deployment(e.yaml, e.name).ok().and_then(|d| serde_json::to_value(d).ok())
+    read_deployment(e.yaml, e.name).ok().map(|d| pdlaunch_core::load::to_value(&d))
 }
 
 /// Reads a deployment from YAML or JSON text (a `.json` name is JSON; YAML reads JSON too). The
@@ -365,7 +365,7 @@ impl Reducible for State {
             },
             Action::Import { name, text } => match read_deployment(&text, &name) {
                 Ok(d) => {
-                    s.change(serde_json::to_value(&d).unwrap_or(Value::Null), None);
+                    s.change(pdlaunch_core::load::to_value(&d), None);
                     s.view = View::Builder;
                     s.notice = Some(format!("Imported {name}"));
                 }
@@ -378,13 +378,13 @@ impl Reducible for State {
                 }
             }
             Action::Open(d, from) => {
-                s.change(serde_json::to_value(&*d).unwrap_or(Value::Null), None);
+                s.change(pdlaunch_core::load::to_value(&*d), None);
                 s.view = View::Builder;
                 s.notice = Some(format!("Opened the deployment read from {from}"));
             }
             Action::ApplyFix(index) => {
                 if let Some(fix) = s.diagnostics.get(index).and_then(|d| d.fix.clone()) {
-                    s.change(serde_json::to_value(&fix.deployment).unwrap_or(Value::Null), None);
+                    s.change(pdlaunch_core::load::to_value(&fix.deployment), None);
                     s.notice = Some(format!("Applied: {}", fix.title));
                 }
             }

@@ -48,7 +48,7 @@ fn resolves(before: &Report, after: &Report, finding: &Finding) -> bool {
 
 /// Candidate edits, in order of preference, for the field paths the finding points at.
 fn candidates(d: &Deployment, finding: &Finding) -> Vec<Fix> {
-    let Ok(doc) = serde_json::to_value(d) else { return Vec::new() };
+    let doc = crate::load::to_value(d);
     let mut paths: Vec<&str> = Vec::new();
     for loc in &finding.locations {
         if let Origin::Field { path } = &loc.origin {

@@ -204,7 +204,7 @@ fn from_yaml(text: &str) -> Result<Deployment, SerdeFailure> {
     let mut refused: Option<(usize, SerdeFailure)> = None;
     loop {
         let (lines, line, message) = match attempt(&doc, &refill) {
-            Ok(d) => match seq_read_as_struct(&doc, &serde_json::to_value(&d).unwrap_or_default()) {
+            Ok(d) => match seq_read_as_struct(&doc, &to_value(&d)) {
                 // serde_json fills a struct from an array of its fields; serde_yaml refuses that.
                 Some(at) => {
                     let mut probe = refill.clone();
@@ -358,6 +358,13 @@ fn path_before(text: &str) -> String {
 /// app.
 pub fn from_value<T: serde::de::DeserializeOwned>(value: &serde_json::Value) -> Result<T, serde_json::Error> {
     serde_json::from_str(&value.to_string())
+}
+
+/// A deployment (or a part of one) as a JSON value. Through JSON text, for the reason of
+/// [`from_value`]: the text writer's code per field is smaller than the value builder's, and the
+/// app has the writer anyway.
+pub fn to_value<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_string(value).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default()
 }
 
 /// One deserialization of the document written as JSON: on failure, the lines of the text, the
@@ -613,7 +620,7 @@ fn check_structure(d: &Deployment) -> Result<(), (String, String, String)> {
             }
         }
     }
-    let value = serde_json::to_value(d).expect("a deployment serializes");
+    let value = to_value(d);
     if let Some(path) = find_nul(&value, String::new()) {
         return Err((
             path,

@@ -60,8 +60,7 @@ pub fn toolbar(props: &ToolbarProps) -> Html {
                     format!("{name}.json"),
                     "application/json",
                     // Through a value: the deployment types then serialize one way only.
-                    serde_json::to_string_pretty(&serde_json::to_value(&**d).unwrap_or_default()).unwrap_or_default()
-                        + "\n",
+                    serde_json::to_string_pretty(&pdlaunch_core::load::to_value(&**d)).unwrap_or_default() + "\n",
                 )
             };
             match browser::download(&file, mime, &text) {

@@ -327,7 +327,7 @@ impl<'a> Builder<'a> {
                 group.servers.iter().filter(|s| s.view.role.or(s.intended) == Some(r)).map(|s| s.view.gpu).collect();
             if let Some(Some(g)) = gpus.first() {
                 if gpus.iter().all(|x| *x == Some(*g)) {
-                    self.doc[r.as_str()]["gpu"] = serde_json::to_value(g).expect("gpu serializes");
+                    self.doc[r.as_str()]["gpu"] = crate::load::to_value(g);
                 }
             }
         }
