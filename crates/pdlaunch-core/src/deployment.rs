@@ -111,7 +111,7 @@ pub struct Model {
 }
 
 /// The attention kind, which decides the KV pool layout.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum AttentionKind {
     /// Multi-head attention: K and V per head.
@@ -121,6 +121,17 @@ pub enum AttentionKind {
     /// Multi-head latent attention (DeepSeek-V2/V3 class): one compressed latent per token.
     Mla,
 }
+
+impl AttentionKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [AttentionKind; 3] = [AttentionKind::Mha, AttentionKind::Gqa, AttentionKind::Mla];
+    /// The lowercase names used in YAML, in the order of [`AttentionKind::ALL`].
+    pub const NAMES: &'static [&'static str] = &["mha", "gqa", "mla"];
+}
+
+crate::choices::unit_enum_serde!(AttentionKind);
+crate::choices::unit_enum_serde!(Gpu);
+crate::choices::unit_enum_serde!(Role);
 
 /// KV-relevant geometry of the model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -333,7 +344,7 @@ pub struct Speculative {
 }
 
 /// A GPU model; it decides SGLang's automatic attention backend, and with it the page size.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Gpu {
     A100,
@@ -380,23 +391,30 @@ impl Gpu {
             Gpu::Mi325x | Gpu::Mi355x => 256,
         }
     }
+    /// Every GPU model, in declaration order.
+    pub const ALL: [Gpu; 13] = [
+        Gpu::A100,
+        Gpu::H100,
+        Gpu::H200,
+        Gpu::H20,
+        Gpu::H800,
+        Gpu::B200,
+        Gpu::B300,
+        Gpu::Gb200,
+        Gpu::Gb300,
+        Gpu::L40s,
+        Gpu::Mi300x,
+        Gpu::Mi325x,
+        Gpu::Mi355x,
+    ];
+    /// The lowercase names used in YAML, in the order of [`Gpu::ALL`].
+    pub const NAMES: &'static [&'static str] = &[
+        "a100", "h100", "h200", "h20", "h800", "b200", "b300", "gb200", "gb300", "l40s", "mi300x", "mi325x", "mi355x",
+    ];
+
     /// The lowercase name used in YAML.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Gpu::A100 => "a100",
-            Gpu::H100 => "h100",
-            Gpu::H200 => "h200",
-            Gpu::H20 => "h20",
-            Gpu::H800 => "h800",
-            Gpu::B200 => "b200",
-            Gpu::B300 => "b300",
-            Gpu::Gb200 => "gb200",
-            Gpu::Gb300 => "gb300",
-            Gpu::L40s => "l40s",
-            Gpu::Mi300x => "mi300x",
-            Gpu::Mi325x => "mi325x",
-            Gpu::Mi355x => "mi355x",
-        }
+        Self::NAMES[self as usize]
     }
 }
 
@@ -631,7 +649,7 @@ fn is_false(v: &bool) -> bool {
 }
 
 /// The two server roles.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     Prefill,
@@ -641,12 +659,13 @@ pub enum Role {
 impl Role {
     /// Both roles, prefill first.
     pub const BOTH: [Role; 2] = [Role::Prefill, Role::Decode];
+    /// [`Role::BOTH`], under the name the serde impls read.
+    pub const ALL: [Role; 2] = Role::BOTH;
+    /// The `--disaggregation-mode` values, in the order of [`Role::BOTH`].
+    pub const NAMES: &'static [&'static str] = &["prefill", "decode"];
     /// The `--disaggregation-mode` value.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Prefill => "prefill",
-            Role::Decode => "decode",
-        }
+        Self::NAMES[self as usize]
     }
     /// The other role.
     pub fn other(self) -> Role {

@@ -3,12 +3,11 @@
 use std::fmt;
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
 use crate::spec::{Program, Spec};
 
 /// An SGLang server release whose argparse spec ships with pdlaunch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema)]
 pub enum Release {
     #[serde(rename = "0.4.10.post2")]
     V0_4_10,
@@ -25,6 +24,9 @@ pub enum Release {
     #[serde(rename = "0.5.23")]
     V0_5_23,
 }
+
+crate::choices::unit_enum_serde!(Release);
+crate::choices::unit_enum_serde!(RouterRelease);
 
 impl Default for Release {
     fn default() -> Self {
@@ -46,17 +48,13 @@ impl Release {
     /// The newest release, the default target.
     pub const LATEST: Release = Release::V0_5_23;
 
+    /// The version strings as published on PyPI, in the order of [`Release::ALL`].
+    pub const NAMES: &'static [&'static str] =
+        &["0.4.10.post2", "0.5.1.post3", "0.5.3.post3", "0.5.6.post2", "0.5.10.post1", "0.5.19", "0.5.23"];
+
     /// The version string as published on PyPI.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Release::V0_4_10 => "0.4.10.post2",
-            Release::V0_5_1 => "0.5.1.post3",
-            Release::V0_5_3 => "0.5.3.post3",
-            Release::V0_5_6 => "0.5.6.post2",
-            Release::V0_5_10 => "0.5.10.post1",
-            Release::V0_5_19 => "0.5.19",
-            Release::V0_5_23 => "0.5.23",
-        }
+        Self::NAMES[self as usize]
     }
 
     /// Bit of this release in a [`crate::flags::Releases`] mask.
@@ -102,7 +100,7 @@ fn without_post(name: &str) -> &str {
 }
 
 /// An sglang-router release whose argparse spec ships with pdlaunch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, JsonSchema)]
 pub enum RouterRelease {
     #[serde(rename = "0.1.9")]
     V0_1_9,
@@ -127,14 +125,12 @@ impl RouterRelease {
     /// The newest router release, the default target.
     pub const LATEST: RouterRelease = RouterRelease::V0_3_2;
 
+    /// The version strings as published on PyPI, in the order of [`RouterRelease::ALL`].
+    pub const NAMES: &'static [&'static str] = &["0.1.9", "0.2.1", "0.2.3", "0.3.2"];
+
     /// The version string as published on PyPI.
     pub fn as_str(self) -> &'static str {
-        match self {
-            RouterRelease::V0_1_9 => "0.1.9",
-            RouterRelease::V0_2_1 => "0.2.1",
-            RouterRelease::V0_2_3 => "0.2.3",
-            RouterRelease::V0_3_2 => "0.3.2",
-        }
+        Self::NAMES[self as usize]
     }
 
     /// Bit of this release in a router flag's release mask.
