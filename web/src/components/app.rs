@@ -3,8 +3,8 @@
 use yew::prelude::*;
 
 use super::builder::{builder, BuilderProps};
-use super::explain::ExplainView;
-use super::lint::LintView;
+use super::explain::explain_view;
+use super::lint::{lint_view, LintProps};
 use super::nav::{nav, NavProps};
 use crate::browser;
 use crate::state::{Action, State, View};
@@ -63,11 +63,13 @@ pub fn App() -> Html {
     };
     let view = match state.view {
         View::Builder => builder(&BuilderProps { state: (*state).clone(), dispatch: dispatch.clone() }),
-        View::Lint => html! {
-            <LintView files={state.lint.clone()} gpu={state.lint_gpu.clone()} release={state.lint_release.clone()}
-                      dispatch={dispatch.clone()} />
-        },
-        View::Explain => html! { <ExplainView text={state.explain.clone()} dispatch={dispatch.clone()} /> },
+        View::Lint => lint_view(&LintProps {
+            files: state.lint.clone(),
+            gpu: state.lint_gpu.clone(),
+            release: state.lint_release.clone(),
+            dispatch: dispatch.clone(),
+        }),
+        View::Explain => explain_view(&state.explain, &dispatch),
     };
     html! {
         <div class="app" {onkeydown}>

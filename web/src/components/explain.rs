@@ -9,27 +9,16 @@ use yew::prelude::*;
 use super::help::spans;
 use crate::state::Action;
 
-/// Props of [`ExplainView`].
-#[derive(Properties, PartialEq)]
-pub struct ExplainProps {
-    /// The pasted text.
-    pub text: AttrValue,
-    /// Sends actions.
-    pub dispatch: Callback<Action>,
-}
-
-/// The Explain view.
-#[function_component]
-pub fn ExplainView(props: &ExplainProps) -> Html {
-    let matches = use_memo(props.text.clone(), |text| {
-        let t = text.trim();
-        match rule(t) {
-            Some(r) => vec![(r, None, 1.0)],
-            None => explain(t).into_iter().map(|e| (e.rule, Some(e.matched), e.score)).collect::<Vec<_>>(),
-        }
-    });
+/// The Explain view of the pasted `text`. A plain function: it renders only while its tab is
+/// shown, and then nearly every update is an edit of the text, so a memo would save nothing.
+pub fn explain_view(text: &str, dispatch: &Callback<Action>) -> Html {
+    let t = text.trim();
+    let matches: Vec<_> = match rule(t) {
+        Some(r) => vec![(r, None, 1.0)],
+        None => explain(t).into_iter().map(|e| (e.rule, Some(e.matched), e.score)).collect(),
+    };
     let oninput = {
-        let dispatch = props.dispatch.clone();
+        let dispatch = dispatch.clone();
         Callback::from(move |e: InputEvent| {
             dispatch.emit(Action::Explain(e.target_unchecked_into::<HtmlTextAreaElement>().value()))
         })
@@ -51,7 +40,7 @@ pub fn ExplainView(props: &ExplainProps) -> Html {
             </article>
         }
     };
-    let body = if props.text.trim().is_empty() {
+    let body = if t.is_empty() {
         html! { <p class="muted">{"Paste an error message from an SGLang log, or a rule code such as PD001."}</p> }
     } else if matches.is_empty() {
         html! { <p id="explain-none">{"No rule matches this text. pdlaunch knows the errors its rules prevent; "}
@@ -63,7 +52,7 @@ pub fn ExplainView(props: &ExplainProps) -> Html {
         <section class="explain" aria-labelledby="explain-title">
             <h2 id="explain-title">{"Explain an SGLang error"}</h2>
             <label for="explain-input">{"SGLang error message or rule code"}</label>
-            <textarea id="explain-input" rows="5" value={props.text.clone()} {oninput} spellcheck="false"
+            <textarea id="explain-input" rows="5" value={text.to_owned()} {oninput} spellcheck="false"
                       placeholder="RuntimeError: Page size mismatch: prefill server has page_size=64, ..." />
             <div id="explain-results" aria-live="polite">{body}</div>
         </section>

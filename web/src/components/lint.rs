@@ -17,8 +17,7 @@ use super::source::{source, SourceProps};
 use crate::browser;
 use crate::state::Action;
 
-/// Props of [`LintView`].
-#[derive(Properties, PartialEq)]
+/// What [`lint_view`] shows.
 pub struct LintProps {
     /// The files (name, text); the text box edits the first.
     pub files: Rc<Vec<(String, String)>>,
@@ -54,12 +53,10 @@ pub fn run(files: &[(String, String)], gpu: Option<&str>, release: Option<&str>)
     LintResult { linted, fixed, deployments }
 }
 
-/// The Lint view.
-#[function_component]
-pub fn LintView(props: &LintProps) -> Html {
-    let result = use_memo((props.files.clone(), props.gpu.clone(), props.release.clone()), |(files, gpu, release)| {
-        run(files, gpu.as_deref(), release.as_deref())
-    });
+/// The Lint view. A plain function that lints on each render: it renders only while its tab is
+/// shown, where nearly every update changes what is linted, so a memo would save little.
+pub fn lint_view(props: &LintProps) -> Html {
+    let result = run(&props.files, props.gpu.as_deref(), props.release.as_deref());
     let option = |id: &'static str,
                   label: &'static str,
                   def: &str,
