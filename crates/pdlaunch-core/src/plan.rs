@@ -171,6 +171,22 @@ pub struct Plan {
     pub servers: Vec<ServerProcess>,
     /// The router.
     pub router: RouterProcess,
+    /// Set fields that no server renders: the target release has none of their flags. Each
+    /// field once, in rendering order.
+    #[serde(skip)]
+    pub dropped: Vec<Dropped>,
+}
+
+/// A set deployment field the renderer left out: the target release has none of the flags that
+/// would carry it, so the servers run with SGLang's default instead (PD025 reports it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dropped {
+    /// Field path, e.g. `shared.kv_canary`.
+    pub path: String,
+    /// The value as it would have been written (`true` for a switch).
+    pub value: String,
+    /// The flags that would have carried it, preferred first.
+    pub flags: Vec<&'static Flag>,
 }
 
 /// The module SGLang servers are started with.
@@ -271,6 +287,7 @@ pub fn host_port(host: &str, port: u16) -> String {
 struct ArgList<'a> {
     release: Release,
     args: Vec<Arg>,
+    dropped: Vec<Dropped>,
     side_path: &'a str,
 }
 
@@ -281,9 +298,13 @@ impl ArgList<'_> {
         self.args.push(Arg { flag: Some(flag), tokens, origin, scope });
     }
     fn value(&mut self, candidates: &[&'static Flag], value: impl ToString, path: String, scope: Scope) {
-        if let Some(flag) = first_available(candidates, self.release) {
-            self.push(flag, vec![value.to_string()], Origin::field(path), scope);
+        match first_available(candidates, self.release) {
+            Some(flag) => self.push(flag, vec![value.to_string()], Origin::field(path), scope),
+            None => self.drop(candidates, value.to_string(), path),
         }
+    }
+    fn drop(&mut self, candidates: &[&'static Flag], value: String, path: String) {
+        self.dropped.push(Dropped { path, value, flags: candidates.to_vec() });
     }
     fn opt<T: ToString>(&mut self, candidates: &[&'static Flag], value: &Option<T>, path: String) {
         if let Some(v) = value {
@@ -292,8 +313,9 @@ impl ArgList<'_> {
     }
     fn switch(&mut self, candidates: &[&'static Flag], on: bool, path: String) {
         if on {
-            if let Some(flag) = first_available(candidates, self.release) {
-                self.push(flag, vec![], Origin::field(path), Scope::Role);
+            match first_available(candidates, self.release) {
+                Some(flag) => self.push(flag, vec![], Origin::field(path), Scope::Role),
+                None => self.drop(candidates, "true".into(), path),
             }
         }
     }
@@ -308,6 +330,7 @@ pub fn plan(d: &Deployment) -> Plan {
     let addrs = instance_addrs(d);
     let mut gpu_cursor: HashMap<String, u32> = HashMap::new();
     let mut servers = Vec::new();
+    let mut dropped: Vec<Dropped> = Vec::new();
     for role in Role::BOTH {
         let side = d.side(role);
         for (i, inst) in side.instances.iter().enumerate() {
@@ -319,7 +342,12 @@ pub fn plan(d: &Deployment) -> Plan {
                 let cursor = gpu_cursor.entry(node.host.clone()).or_insert(0);
                 let base = node.base_gpu_id.unwrap_or(*cursor);
                 *cursor = (*cursor).max(base.saturating_add(count));
-                let args = server_args(d, role, side, i, rank, addr, base);
+                let (args, left_out) = server_args(d, role, side, i, rank, addr, base);
+                for f in left_out {
+                    if !dropped.iter().any(|x| x.path == f.path) {
+                        dropped.push(f);
+                    }
+                }
                 let mut env = d.shared.env.clone();
                 env.extend(side.env.iter().map(|(k, v)| (k.clone(), v.clone())));
                 servers.push(ServerProcess {
@@ -344,6 +372,7 @@ pub fn plan(d: &Deployment) -> Plan {
         config_dir: d.launcher.config_dir.clone(),
         servers,
         router,
+        dropped,
     }
 }
 
@@ -355,10 +384,10 @@ fn server_args(
     rank: usize,
     addr: &InstanceAddr,
     base_gpu: u32,
-) -> Vec<Arg> {
+) -> (Vec<Arg>, Vec<Dropped>) {
     use flags::*;
     let side_path = role.as_str();
-    let mut a = ArgList { release: d.sglang_version, args: Vec::new(), side_path };
+    let mut a = ArgList { release: d.sglang_version, args: Vec::new(), dropped: Vec::new(), side_path };
     let m = &d.model;
     let inst = &side.instances[inst_index];
     let node = &inst.nodes[rank];
@@ -411,9 +440,13 @@ fn server_args(
     a.value(&[&TP_SIZE], side.tp, a.side("tp"), Scope::Role);
     let has_attn_dp_flag = ATTN_DP_SIZE.in_release(d.sglang_version);
     if side.attn_dp > 1 && !has_attn_dp_flag {
-        // Before 0.5.23 DP attention is `--dp-size N --enable-dp-attention`.
+        // Before 0.5.23 DP attention is `--dp-size N --enable-dp-attention`, and a replica count
+        // has no flag left to say it.
         a.value(&[&DP_SIZE], side.attn_dp, a.side("attn_dp"), Scope::Role);
         a.switch(&[&ENABLE_DP_ATTENTION], true, a.side("attn_dp"));
+        if side.dp > 1 {
+            a.drop(&[&DP_SIZE], side.dp.to_string(), a.side("dp"));
+        }
     } else {
         if side.dp > 1 {
             a.value(&[&DP_SIZE], side.dp, a.side("dp"), Scope::Role);
@@ -508,7 +541,7 @@ fn server_args(
     a.switch(&[&ENABLE_METRICS], side.enable_metrics, a.side("enable_metrics"));
 
     // The escape hatch, last so that (as with argparse) it wins.
-    let mut args = a.args;
+    let (mut args, dropped) = (a.args, a.dropped);
     for (k, tok) in side.extra_args.iter().enumerate() {
         args.push(Arg {
             flag: None,
@@ -517,7 +550,7 @@ fn server_args(
             scope: Scope::Extra,
         });
     }
-    args
+    (args, dropped)
 }
 
 fn url(host: &str, port: u16) -> String {

@@ -177,6 +177,7 @@ impl Group {
             model: self.model.clone(),
             release: self.release,
             deployment: None,
+            dropped: Vec::new(),
         }
     }
     /// The server with this label.
@@ -710,7 +711,14 @@ fn run_rules(group: &mut Group) -> Vec<Finding> {
         let release = r.view.release;
         std::mem::replace(&mut r.view, placeholder_router(release))
     });
-    let ctx = Context { servers, router, model: group.model.clone(), release: group.release, deployment: None };
+    let ctx = Context {
+        servers,
+        router,
+        model: group.model.clone(),
+        release: group.release,
+        deployment: None,
+        dropped: Vec::new(),
+    };
     let findings = rules::run(&ctx);
     let Context { servers, router, .. } = ctx;
     for (s, v) in group.servers.iter_mut().zip(servers) {

@@ -275,6 +275,8 @@ pub struct Context<'a> {
     pub release: Release,
     /// The deployment, when checking one (absent when linting command lines).
     pub deployment: Option<&'a Deployment>,
+    /// The deployment's set fields that the renderer left out (none when linting).
+    pub dropped: Vec<crate::plan::Dropped>,
 }
 
 impl<'a> Context<'a> {
@@ -336,6 +338,7 @@ impl<'a> Context<'a> {
             model: ModelFacts::from_model(&d.model),
             release: d.sglang_version,
             deployment: Some(d),
+            dropped: plan.dropped.clone(),
         }
     }
 

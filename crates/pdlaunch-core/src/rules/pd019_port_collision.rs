@@ -283,6 +283,7 @@ mod tests {
             model: Default::default(),
             release: crate::release::Release::LATEST,
             deployment: None,
+            dropped: Vec::new(),
         };
         let f: Vec<_> = run(&ctx).into_iter().filter(|f| f.code == "PD019").collect();
         assert_eq!(f.len(), 1, "{f:?}");

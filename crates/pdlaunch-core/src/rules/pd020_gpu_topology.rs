@@ -256,6 +256,7 @@ mod tests {
             model: Default::default(),
             release: crate::release::Release::LATEST,
             deployment: None,
+            dropped: Vec::new(),
         };
         assert!(!run(&ctx).iter().any(|f| f.code == "PD020" || f.code == "PD019"));
     }

@@ -2,8 +2,7 @@
 
 use super::pd024_invalid_argument::{argparse_text, is_verbatim, problems};
 use super::{Context, Finding, Rule, Severity};
-use crate::deployment::{Deployment, Role, Side};
-use crate::flags::{Relation, SERVER_FLAGS};
+use crate::deployment::Role;
 use crate::plan::Origin;
 use crate::release::Release;
 use crate::spec::ArgProblemKind;
@@ -30,175 +29,26 @@ pub static RULE: Rule = Rule {
     check,
 };
 
-/// A set optional field: its schema key (as in `Flag::field`), its deployment path, the side it
-/// renders on (`None`: both) and its value as written.
-struct SetField {
-    key: String,
-    path: String,
-    role: Option<Role>,
-    value: String,
-}
-
-fn shared_fields(d: &Deployment) -> Vec<SetField> {
+/// The fields the renderer left out (it records them as it renders, so no field can be
+/// forgotten here).
+fn dropped_fields(ctx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
-    let mut add = |key: &str, path: &str, value: Option<String>| {
-        if let Some(value) = value {
-            out.push(SetField { key: key.into(), path: path.into(), role: None, value });
-        }
-    };
-    let m = &d.model;
-    add("Model.tokenizer", "model.tokenizer", m.tokenizer.clone());
-    add("Model.tokenizer_mode", "model.tokenizer_mode", m.tokenizer_mode.map(|v| v.to_string()));
-    add("Model.revision", "model.revision", m.revision.clone());
-    add("Model.dtype", "model.dtype", m.dtype.map(|v| v.to_string()));
-    add("Model.quantization", "model.quantization", m.quantization.map(|v| v.to_string()));
-    add("Model.context_length", "model.context_length", m.context_length.map(|v| v.to_string()));
-    add("Model.served_name", "model.served_name", m.served_name.clone());
-    add("Model.chat_template", "model.chat_template", m.chat_template.clone());
-    let sh = &d.shared;
-    add("Shared.attention_backend", "shared.attention_backend", sh.attention_backend.map(|v| v.to_string()));
-    add(
-        "Shared.prefill_attention_backend",
-        "shared.prefill_attention_backend",
-        sh.prefill_attention_backend.map(|v| v.to_string()),
-    );
-    add(
-        "Shared.decode_attention_backend",
-        "shared.decode_attention_backend",
-        sh.decode_attention_backend.map(|v| v.to_string()),
-    );
-    add("Shared.dsa_prefill_backend", "shared.dsa_prefill_backend", sh.dsa_prefill_backend.map(|v| v.to_string()));
-    add("Shared.dsa_decode_backend", "shared.dsa_decode_backend", sh.dsa_decode_backend.map(|v| v.to_string()));
-    add("Shared.kv_canary", "shared.kv_canary", sh.kv_canary.map(|v| v.to_string()));
-    add("Shared.kv_canary_real_data", "shared.kv_canary_real_data", sh.kv_canary_real_data.map(|v| v.to_string()));
-    add(
-        "Shared.enable_unified_memory",
-        "shared.enable_unified_memory",
-        sh.enable_unified_memory.then(|| "true".into()),
-    );
-    add(
-        "Shared.enable_page_major_kv_layout",
-        "shared.enable_page_major_kv_layout",
-        sh.enable_page_major_kv_layout.then(|| "true".into()),
-    );
-    if let Some(s) = &sh.speculative {
-        add("Speculative.algorithm", "shared.speculative.algorithm", Some(s.algorithm.clone()));
-        add("Speculative.draft_model_path", "shared.speculative.draft_model_path", s.draft_model_path.clone());
-        add("Speculative.num_steps", "shared.speculative.num_steps", s.num_steps.map(|v| v.to_string()));
-        add("Speculative.eagle_topk", "shared.speculative.eagle_topk", s.eagle_topk.map(|v| v.to_string()));
-        add(
-            "Speculative.num_draft_tokens",
-            "shared.speculative.num_draft_tokens",
-            s.num_draft_tokens.map(|v| v.to_string()),
-        );
-        add(
-            "Speculative.draft_kv_cache_dtype",
-            "shared.speculative.draft_kv_cache_dtype",
-            s.draft_kv_cache_dtype.map(|v| v.to_string()),
-        );
-        add(
-            "Speculative.draft_attention_backend",
-            "shared.speculative.draft_attention_backend",
-            s.draft_attention_backend.map(|v| v.to_string()),
-        );
-    }
-    out
-}
-
-fn side_fields(role: Role, s: &Side) -> Vec<SetField> {
-    let mut out = Vec::new();
-    let mut add = |key: &str, value: Option<String>| {
-        if let Some(value) = value {
-            let (def, prop) = key.split_once('.').unwrap_or(("Side", key));
-            let path = if def == "HiCache" { format!("{role}.hicache.{prop}") } else { format!("{role}.{prop}") };
-            out.push(SetField { key: key.into(), path, role: Some(role), value });
-        }
-    };
-    let above_one = |v: u32| (v > 1).then(|| v.to_string());
-    let on = |b: bool| b.then(|| "true".to_owned());
-    add("Side.dp", above_one(s.dp));
-    add("Side.attn_dp", above_one(s.attn_dp));
-    add("Side.pp", above_one(s.pp));
-    add("Side.ep", s.ep.map(|v| v.to_string()));
-    add("Side.attn_cp", above_one(s.attn_cp));
-    add("Side.enable_prefill_cp", on(s.enable_prefill_cp));
-    add("Side.dcp", above_one(s.dcp));
-    add("Side.moe_a2a_backend", s.moe_a2a_backend.map(|v| v.to_string()));
-    add("Side.deepep_mode", s.deepep_mode.map(|v| v.to_string()));
-    add("Side.moe_dense_tp", s.moe_dense_tp.map(|v| v.to_string()));
-    add("Side.enable_dp_lm_head", on(s.enable_dp_lm_head));
-    add("Side.mem_fraction_static", s.mem_fraction_static.map(|v| v.to_string()));
-    add("Side.max_running_requests", s.max_running_requests.map(|v| v.to_string()));
-    add("Side.chunked_prefill_size", s.chunked_prefill_size.map(|v| v.to_string()));
-    add("Side.max_prefill_tokens", s.max_prefill_tokens.map(|v| v.to_string()));
-    add("Side.cuda_graph_max_bs", s.cuda_graph_max_bs.map(|v| v.to_string()));
-    add("Side.disable_cuda_graph", on(s.disable_cuda_graph));
-    add("Side.load_balance_method", s.load_balance_method.map(|v| v.to_string()));
-    if let Some(h) = &s.hicache {
-        // On decode with offload, the hierarchical cache switch is left out by design.
-        if !(role == Role::Decode && s.decode_offload_kvcache) {
-            add("Side.hicache", Some("set".into()));
-        }
-        add("HiCache.ratio", h.ratio.map(|v| v.to_string()));
-        add("HiCache.size", h.size.map(|v| v.to_string()));
-        add("HiCache.storage_backend", h.storage_backend.map(|v| v.to_string()));
-        add("HiCache.write_policy", h.write_policy.map(|v| v.to_string()));
-    }
-    add("Side.decode_radix_cache", on(s.decode_radix_cache));
-    add("Side.decode_offload_kvcache", on(s.decode_offload_kvcache));
-    add("Side.decode_retraction_backup", s.decode_retraction_backup.map(|v| v.to_string()));
-    add("Side.num_reserved_decode_tokens", s.num_reserved_decode_tokens.map(|v| v.to_string()));
-    add("Side.decode_extra_slots", s.decode_extra_slots.map(|v| v.to_string()));
-    add("Side.optimistic_prefill_attempts", s.optimistic_prefill_attempts.map(|v| v.to_string()));
-    add("Side.enable_metrics", on(s.enable_metrics));
-    out
-}
-
-/// Releases (as text) in which any of the flags of a field exists, for one side.
-fn releases_for(key: &str, role: Option<Role>) -> (Vec<&'static str>, Vec<Release>) {
-    let all: Vec<_> = SERVER_FLAGS.iter().copied().filter(|f| f.field == key).collect();
-    let fitting: Vec<_> = all
-        .iter()
-        .copied()
-        .filter(|f| match role {
-            Some(Role::Prefill) => f.relation != Relation::DecodeOnly,
-            Some(Role::Decode) => f.relation != Relation::PrefillOnly,
-            None => true,
-        })
-        .collect();
-    let flags = if fitting.is_empty() { all } else { fitting };
-    let releases = Release::ALL.into_iter().filter(|r| flags.iter().any(|f| f.in_release(*r))).collect();
-    (flags.iter().map(|f| f.name).collect(), releases)
-}
-
-fn dropped_fields(ctx: &Context, d: &Deployment) -> Vec<Finding> {
-    let mut fields = shared_fields(d);
-    for role in Role::BOTH {
-        fields.extend(side_fields(role, d.side(role)));
-    }
-    let mut out = Vec::new();
-    for f in fields {
-        let servers: Vec<_> =
-            ctx.servers.iter().filter(|s| f.role.is_none_or(|r| s.label.starts_with(r.as_str()))).collect();
-        let rendered =
-            servers.iter().any(|s| s.origins.iter().any(|o| matches!(o, Origin::Field { path } if *path == f.path)));
-        if servers.is_empty() || rendered {
-            continue;
-        }
-        let (names, releases) = releases_for(&f.key, f.role);
+    for f in &ctx.dropped {
+        let role = Role::BOTH.into_iter().find(|r| f.path.starts_with(&format!("{r}.")));
+        let names: Vec<&str> = f.flags.iter().map(|flag| flag.name).collect();
+        let releases: Vec<Release> =
+            Release::ALL.into_iter().filter(|r| f.flags.iter().any(|flag| flag.in_release(*r))).collect();
         let spelled = names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(" or ");
         let have: Vec<&str> = releases.iter().map(|r| r.as_str()).collect();
         let release = ctx.release.as_str();
         let (message, fix) = if releases.contains(&ctx.release) {
             // The flag exists; the renderer leaves the field out in this combination.
-            let why = if f.key == "Side.dp" {
-                format!(
-                    " (before 0.5.23 `--dp-size` carries the DP-attention width `{}.attn_dp`, so a separate replica \
-                     count cannot be expressed)",
-                    f.role.map_or("", Role::as_str)
-                )
-            } else {
-                String::new()
+            let why = match role {
+                Some(r) if f.path.ends_with(".dp") => format!(
+                    " (before 0.5.23 `--dp-size` carries the DP-attention width `{r}.attn_dp`, so a separate replica \
+                     count cannot be expressed)"
+                ),
+                _ => String::new(),
             };
             (
                 format!("`{}: {}` is not rendered for SGLang {release}{why}", f.path, f.value),
@@ -221,7 +71,7 @@ fn dropped_fields(ctx: &Context, d: &Deployment) -> Vec<Finding> {
                 format!("set `sglang_version` to one of {}, or remove `{}`", have.join(", "), f.path),
             )
         };
-        let process = f.role.map_or_else(|| "prefill, decode".to_owned(), |r| r.as_str().to_owned());
+        let process = role.map_or_else(|| "prefill, decode".to_owned(), |r| r.as_str().to_owned());
         let mut finding = Finding::new(&RULE, message, fix).at_origin(
             process,
             names.first().copied(),
@@ -234,10 +84,7 @@ fn dropped_fields(ctx: &Context, d: &Deployment) -> Vec<Finding> {
 }
 
 fn check(ctx: &Context) -> Vec<Finding> {
-    let mut out = match ctx.deployment {
-        Some(d) => dropped_fields(ctx, d),
-        None => Vec::new(),
-    };
+    let mut out = dropped_fields(ctx);
     // Values the release's argparse rejects, on tokens rendered from deployment fields.
     for (origin, p, program, labels) in problems(ctx, |o| !is_verbatim(o)) {
         let name = program.name();
