@@ -208,7 +208,7 @@ fn mistral_and_mixtral() {
 
 #[test]
 fn modelopt_sidecar_turns_auto_kv_into_fp8() {
-    let config = preset("qwen3-32b").unwrap().config_json;
+    let config = preset("qwen3-32b").unwrap().config_json();
     let sidecar = include_str!("../../../../tests/fixtures/models/qwen3-32b-nvfp4/hf_quant_config.json");
     let c = apply_hf_quant_config(config, sidecar).unwrap();
     assert_eq!(c.geometry.quant_method.as_deref(), Some("modelopt"));
@@ -257,7 +257,7 @@ fn tp_pairing_follows_the_attention_kind_of_the_config() {
 
 #[test]
 fn fp8_kv_checkpoint_makes_auto_fp8_on_both_sides() {
-    let config = preset("qwen3-32b").unwrap().config_json;
+    let config = preset("qwen3-32b").unwrap().config_json();
     let sidecar = include_str!("../../../../tests/fixtures/models/qwen3-32b-nvfp4/hf_quant_config.json");
     let mut d = crate::examples::example("llama-1p1d").unwrap();
     d.model.geometry = Some(apply_hf_quant_config(config, sidecar).unwrap().geometry);
