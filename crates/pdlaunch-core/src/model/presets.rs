@@ -49,126 +49,61 @@ pub fn preset(name: &str) -> Option<&'static Preset> {
     PRESETS.iter().find(|p| p.name == name)
 }
 
-/// Every preset name, in the order of [`PRESETS`] (serde's error lists them).
-pub const PRESET_NAMES: &[&str] = &[
-    "llama-3.1-8b-instruct",
-    "llama-3.1-70b-instruct",
-    "qwen3-32b",
-    "qwen3-235b-a22b-instruct-2507",
-    "deepseek-v3",
-    "deepseek-v3.2",
-    "kimi-k2-instruct",
-    "kimi-k2.5",
-    "gpt-oss-20b",
-    "gpt-oss-120b",
-    "glm-4.7-flash",
-    "glm-5.1",
-    "mixtral-8x7b-v0.1",
-    "mistral-7b-instruct-v0.3",
-];
-
-/// The `config.json` text of the preset with this name.
-fn config_json(name: &str) -> Option<&'static str> {
-    macro_rules! fixtures {
-        ($($name:literal),+ $(,)?) => {
+/// Declares the presets from one list: [`PRESETS`], [`PRESET_NAMES`] and their `config.json`
+/// texts (kept apart from [`PRESETS`] so that code that never reads them leaves them out).
+macro_rules! presets {
+    ($($name:literal => $hf_id:literal, $summary:literal;)+) => {
+        /// Every preset.
+        pub static PRESETS: &[Preset] = &[$(Preset { name: $name, hf_id: $hf_id, summary: $summary },)+];
+        /// Every preset name, in the order of [`PRESETS`] (serde's error lists them).
+        pub const PRESET_NAMES: &[&str] = &[$($name),+];
+        /// The `config.json` text of the preset with this name.
+        fn config_json(name: &str) -> Option<&'static str> {
             match name {
                 $($name => Some(include_str!(concat!("../../../../tests/fixtures/models/", $name, "/config.json"))),)+
                 _ => None,
             }
-        };
-    }
-    fixtures!(
-        "llama-3.1-8b-instruct",
-        "llama-3.1-70b-instruct",
-        "qwen3-32b",
-        "qwen3-235b-a22b-instruct-2507",
-        "deepseek-v3",
-        "deepseek-v3.2",
-        "kimi-k2-instruct",
-        "kimi-k2.5",
-        "gpt-oss-20b",
-        "gpt-oss-120b",
-        "glm-4.7-flash",
-        "glm-5.1",
-        "mixtral-8x7b-v0.1",
-        "mistral-7b-instruct-v0.3",
-    )
+        }
+    };
 }
 
-/// Every preset.
-pub static PRESETS: &[Preset] = &[
-    Preset {
-        name: "llama-3.1-8b-instruct",
-        hf_id: "meta-llama/Llama-3.1-8B-Instruct",
-        summary: "Llama 3.1 8B Instruct: GQA, 32 layers, 8 KV heads",
-    },
-    Preset {
-        name: "llama-3.1-70b-instruct",
-        hf_id: "meta-llama/Llama-3.1-70B-Instruct",
-        summary: "Llama 3.1 70B Instruct: GQA, 80 layers, 8 KV heads",
-    },
-    Preset { name: "qwen3-32b", hf_id: "Qwen/Qwen3-32B", summary: "Qwen3 32B (dense): GQA, 64 layers, 8 KV heads" },
-    Preset {
-        name: "qwen3-235b-a22b-instruct-2507",
-        hf_id: "Qwen/Qwen3-235B-A22B-Instruct-2507",
-        summary: "Qwen3 235B-A22B (MoE, 128 experts): GQA, 94 layers, 4 KV heads",
-    },
-    Preset {
-        name: "deepseek-v3",
-        hf_id: "deepseek-ai/DeepSeek-V3",
-        summary: "DeepSeek-V3 (MoE, FP8 weights): MLA, 61 layers",
-    },
-    Preset {
-        name: "deepseek-v3.2",
-        hf_id: "deepseek-ai/DeepSeek-V3.2",
-        summary: "DeepSeek-V3.2 (sparse attention, FP8 weights): MLA + DSA, 61 layers",
-    },
-    Preset {
-        name: "kimi-k2-instruct",
-        hf_id: "moonshotai/Kimi-K2-Instruct",
-        summary: "Kimi K2 Instruct (MoE, 384 experts, FP8 weights): MLA, 61 layers",
-    },
-    Preset {
-        name: "kimi-k2.5",
-        hf_id: "moonshotai/Kimi-K2.5",
-        summary: "Kimi K2.5 (multimodal; INT4 experts): MLA text model, 61 layers",
-    },
-    Preset {
-        name: "gpt-oss-20b",
-        hf_id: "openai/gpt-oss-20b",
-        summary: "gpt-oss 20B (MoE, MXFP4): GQA hybrid sliding window, 24 layers",
-    },
-    Preset {
-        name: "gpt-oss-120b",
-        hf_id: "openai/gpt-oss-120b",
-        summary: "gpt-oss 120B (MoE, MXFP4): GQA hybrid sliding window, 36 layers",
-    },
-    Preset { name: "glm-4.7-flash", hf_id: "zai-org/GLM-4.7-Flash", summary: "GLM-4.7-Flash (MoE): MLA, 47 layers" },
-    Preset {
-        name: "glm-5.1",
-        hf_id: "zai-org/GLM-5.1",
-        summary: "GLM-5.1 (MoE, sparse attention): MLA + DSA, 78 layers",
-    },
-    Preset {
-        name: "mixtral-8x7b-v0.1",
-        hf_id: "mistralai/Mixtral-8x7B-v0.1",
-        summary: "Mixtral 8x7B (MoE, 8 experts): GQA, 32 layers",
-    },
-    Preset {
-        name: "mistral-7b-instruct-v0.3",
-        hf_id: "mistralai/Mistral-7B-Instruct-v0.3",
-        summary: "Mistral 7B Instruct v0.3: GQA, 32 layers",
-    },
-];
+presets! {
+    "llama-3.1-8b-instruct" => "meta-llama/Llama-3.1-8B-Instruct",
+        "Llama 3.1 8B Instruct: GQA, 32 layers, 8 KV heads";
+    "llama-3.1-70b-instruct" => "meta-llama/Llama-3.1-70B-Instruct",
+        "Llama 3.1 70B Instruct: GQA, 80 layers, 8 KV heads";
+    "qwen3-32b" => "Qwen/Qwen3-32B",
+        "Qwen3 32B (dense): GQA, 64 layers, 8 KV heads";
+    "qwen3-235b-a22b-instruct-2507" => "Qwen/Qwen3-235B-A22B-Instruct-2507",
+        "Qwen3 235B-A22B (MoE, 128 experts): GQA, 94 layers, 4 KV heads";
+    "deepseek-v3" => "deepseek-ai/DeepSeek-V3",
+        "DeepSeek-V3 (MoE, FP8 weights): MLA, 61 layers";
+    "deepseek-v3.2" => "deepseek-ai/DeepSeek-V3.2",
+        "DeepSeek-V3.2 (sparse attention, FP8 weights): MLA + DSA, 61 layers";
+    "kimi-k2-instruct" => "moonshotai/Kimi-K2-Instruct",
+        "Kimi K2 Instruct (MoE, 384 experts, FP8 weights): MLA, 61 layers";
+    "kimi-k2.5" => "moonshotai/Kimi-K2.5",
+        "Kimi K2.5 (multimodal; INT4 experts): MLA text model, 61 layers";
+    "gpt-oss-20b" => "openai/gpt-oss-20b",
+        "gpt-oss 20B (MoE, MXFP4): GQA hybrid sliding window, 24 layers";
+    "gpt-oss-120b" => "openai/gpt-oss-120b",
+        "gpt-oss 120B (MoE, MXFP4): GQA hybrid sliding window, 36 layers";
+    "glm-4.7-flash" => "zai-org/GLM-4.7-Flash",
+        "GLM-4.7-Flash (MoE): MLA, 47 layers";
+    "glm-5.1" => "zai-org/GLM-5.1",
+        "GLM-5.1 (MoE, sparse attention): MLA + DSA, 78 layers";
+    "mixtral-8x7b-v0.1" => "mistralai/Mixtral-8x7B-v0.1",
+        "Mixtral 8x7B (MoE, 8 experts): GQA, 32 layers";
+    "mistral-7b-instruct-v0.3" => "mistralai/Mistral-7B-Instruct-v0.3",
+        "Mistral 7B Instruct v0.3: GQA, 32 layers";
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn names_match_and_every_preset_reads() {
-        let names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
-        assert_eq!(names, PRESET_NAMES);
+    fn every_preset_reads() {
         assert!(PRESETS.len() >= 10);
         for p in PRESETS {
             let c = read_config_json(p.config_json()).unwrap_or_else(|e| panic!("{}: {e}", p.name));
