@@ -2,7 +2,9 @@
 //! stable order. Each argument remembers the deployment field it came from, so findings can point
 //! at the field to change. The output formats in [`crate::render`] are views of a plan.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use crate::fast_hash::FastMap as HashMap;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -244,9 +246,9 @@ pub struct InstanceAddr {
 /// of a side whose node 0 is on a given host gets port `base + 2k`, bootstrap `8998 + k`, and the
 /// k-th multi-node instance on a host gets dist-init port `5000 + 10k`.
 pub fn instance_addrs(d: &Deployment) -> HashMap<(Role, usize), InstanceAddr> {
-    let mut out = HashMap::new();
-    let mut per_host_side: HashMap<(Role, String), u16> = HashMap::new();
-    let mut per_host_multi: HashMap<String, u16> = HashMap::new();
+    let mut out = HashMap::default();
+    let mut per_host_side: HashMap<(Role, String), u16> = HashMap::default();
+    let mut per_host_multi: HashMap<String, u16> = HashMap::default();
     let mut first_prefill_bootstrap = None;
     for role in Role::BOTH {
         for (i, inst) in d.side(role).instances.iter().enumerate() {
@@ -328,7 +330,7 @@ impl ArgList<'_> {
 /// validator reports them), so the user sees what would run.
 pub fn plan(d: &Deployment) -> Plan {
     let addrs = instance_addrs(d);
-    let mut gpu_cursor: HashMap<String, u32> = HashMap::new();
+    let mut gpu_cursor: HashMap<String, u32> = HashMap::default();
     let mut servers = Vec::new();
     let mut dropped: Vec<Dropped> = Vec::new();
     for role in Role::BOTH {

@@ -7,9 +7,9 @@
 //! scalars, comments, tags (ignored), anchors, aliases and `<<` merge keys. Anything else is an
 //! error with its offset, never a panic.
 
+use crate::fast_hash::FastMap as HashMap;
 use std::borrow::Cow;
 use std::cell::Cell;
-use std::collections::HashMap;
 
 use super::source::SrcMap;
 
@@ -135,7 +135,7 @@ pub fn parse(text: &str) -> Result<Vec<Node<'_>>, YamlError> {
         t: text,
         pos: 0,
         depth: 0,
-        anchors: HashMap::new(),
+        anchors: HashMap::default(),
         lines,
         line: Cell::new(0),
         // Room for the open collections of a common manifest, so the stacks do not grow (and
