@@ -4,7 +4,6 @@
 //! which fields show before "more settings"; a field missing from [`PRIMARY`] still appears.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use pdlaunch_core::flags::{Relation, SERVER_FLAGS};
@@ -87,13 +86,14 @@ pub struct Prop {
 /// The parsed schema, with each definition's properties read once.
 pub struct Schema {
     root: Value,
-    props: RefCell<HashMap<String, Rc<Vec<Rc<Prop>>>>>,
+    /// Each definition's properties, read once (a dozen definitions: a list is enough).
+    props: RefCell<Vec<(String, Rc<Vec<Rc<Prop>>>)>>,
 }
 
 thread_local! {
     static THE_SCHEMA: Rc<Schema> = Rc::new(Schema {
         root: serde_json::from_str(SCHEMA).expect("the bundled schema parses"),
-        props: RefCell::new(HashMap::new()),
+        props: RefCell::new(Vec::new()),
     });
 }
 
@@ -119,11 +119,11 @@ impl Schema {
     /// The properties of a definition: the primary ones in [`PRIMARY`] order, then the rest in
     /// schema order.
     pub fn props(&self, def: &str) -> Rc<Vec<Rc<Prop>>> {
-        if let Some(p) = self.props.borrow().get(def) {
+        if let Some((_, p)) = self.props.borrow().iter().find(|(d, _)| d == def) {
             return p.clone();
         }
         let p = Rc::new(self.read_props(def));
-        self.props.borrow_mut().insert(def.to_owned(), p.clone());
+        self.props.borrow_mut().push((def.to_owned(), p.clone()));
         p
     }
 
