@@ -83,11 +83,14 @@ pub struct Prop {
     pub only_on: Option<&'static str>,
 }
 
+/// A definition's properties, shared by the views.
+pub type Props = Rc<Vec<Rc<Prop>>>;
+
 /// The parsed schema, with each definition's properties read once.
 pub struct Schema {
     root: Value,
     /// Each definition's properties, read once (a dozen definitions: a list is enough).
-    props: RefCell<Vec<(String, Rc<Vec<Rc<Prop>>>)>>,
+    props: RefCell<Vec<(String, Props)>>,
 }
 
 thread_local! {
