@@ -1,6 +1,6 @@
 //! Decimal text to `f64`, correctly rounded, as `str::parse::<f64>` reads it.
 //!
-//! The standard parser carries a 10 KB table of powers of five, which is 2% of the browser
+//! The standard parser carries a 10 KB table of powers of five, about 3% of the browser
 //! app's gzipped download. Every value the core reads is short (`0.85`, `1e-5`), and those take
 //! the exact fast path below; anything else is rounded by comparing big integers, which is slow
 //! but needs no table.
@@ -76,7 +76,7 @@ fn decimal(b: &[u8]) -> Option<(Vec<u8>, i64)> {
         let start = i;
         let mut e: i64 = 0;
         while let Some(&c) = b.get(i).filter(|c| c.is_ascii_digit()) {
-            // Past a million the value is 0 or infinite whatever the digits say.
+            // Past a billion the value is 0 or infinite whatever the other digits say.
             e = (e * 10 + i64::from(c - b'0')).min(1_000_000_000);
             i += 1;
         }
