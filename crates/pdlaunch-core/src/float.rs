@@ -1,9 +1,9 @@
 //! Decimal text to `f64`, correctly rounded, as `str::parse::<f64>` reads it.
 //!
 //! The standard parser carries a 10 KB table of powers of five, about 3% of the browser
-//! app's gzipped download. Every value the core reads is short (`0.85`, `1e-5`), and those take
-//! the exact fast path below; anything else is rounded by comparing big integers, which is slow
-//! but needs no table.
+//! app's gzipped download. The values the core reads are nearly always short (`0.85`, `1e-5`),
+//! and those take the exact fast path below; anything else is rounded by comparing big integers,
+//! which is slower but needs no table.
 
 use std::cmp::Ordering;
 
