@@ -3,13 +3,12 @@
 //! at the field to change. The output formats in [`crate::render`] are views of a plan.
 
 use std::collections::BTreeMap;
-
-use crate::fast_hash::FastMap as HashMap;
 use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::deployment::{Deployment, Role, Side};
+use crate::fast_hash::FastMap;
 use crate::flags::{self, first_available, Flag};
 use crate::release::{Release, RouterRelease};
 
@@ -245,10 +244,10 @@ pub struct InstanceAddr {
 /// Ports of every instance, with defaults that keep colocated instances apart: the k-th instance
 /// of a side whose node 0 is on a given host gets port `base + 2k`, bootstrap `8998 + k`, and the
 /// k-th multi-node instance on a host gets dist-init port `5000 + 10k`.
-pub fn instance_addrs(d: &Deployment) -> HashMap<(Role, usize), InstanceAddr> {
-    let mut out = HashMap::default();
-    let mut per_host_side: HashMap<(Role, String), u16> = HashMap::default();
-    let mut per_host_multi: HashMap<String, u16> = HashMap::default();
+pub fn instance_addrs(d: &Deployment) -> FastMap<(Role, usize), InstanceAddr> {
+    let mut out = FastMap::default();
+    let mut per_host_side: FastMap<(Role, String), u16> = FastMap::default();
+    let mut per_host_multi: FastMap<String, u16> = FastMap::default();
     let mut first_prefill_bootstrap = None;
     for role in Role::BOTH {
         for (i, inst) in d.side(role).instances.iter().enumerate() {
@@ -302,10 +301,10 @@ impl ArgList<'_> {
     fn value(&mut self, candidates: &[&'static Flag], value: impl ToString, path: String, scope: Scope) {
         match first_available(candidates, self.release) {
             Some(flag) => self.push(flag, vec![value.to_string()], Origin::field(path), scope),
-            None => self.drop(candidates, value.to_string(), path),
+            None => self.leave_out(candidates, value.to_string(), path),
         }
     }
-    fn drop(&mut self, candidates: &[&'static Flag], value: String, path: String) {
+    fn leave_out(&mut self, candidates: &[&'static Flag], value: String, path: String) {
         self.dropped.push(Dropped { path, value, flags: candidates.to_vec() });
     }
     fn opt<T: ToString>(&mut self, candidates: &[&'static Flag], value: &Option<T>, path: String) {
@@ -317,7 +316,7 @@ impl ArgList<'_> {
         if on {
             match first_available(candidates, self.release) {
                 Some(flag) => self.push(flag, vec![], Origin::field(path), Scope::Role),
-                None => self.drop(candidates, "true".into(), path),
+                None => self.leave_out(candidates, "true".into(), path),
             }
         }
     }
@@ -330,7 +329,7 @@ impl ArgList<'_> {
 /// validator reports them), so the user sees what would run.
 pub fn plan(d: &Deployment) -> Plan {
     let addrs = instance_addrs(d);
-    let mut gpu_cursor: HashMap<String, u32> = HashMap::default();
+    let mut gpu_cursor: FastMap<String, u32> = FastMap::default();
     let mut servers = Vec::new();
     let mut dropped: Vec<Dropped> = Vec::new();
     for role in Role::BOTH {
@@ -447,7 +446,7 @@ fn server_args(
         a.value(&[&DP_SIZE], side.attn_dp, a.side("attn_dp"), Scope::Role);
         a.switch(&[&ENABLE_DP_ATTENTION], true, a.side("attn_dp"));
         if side.dp > 1 {
-            a.drop(&[&DP_SIZE], side.dp.to_string(), a.side("dp"));
+            a.leave_out(&[&DP_SIZE], side.dp.to_string(), a.side("dp"));
         }
     } else {
         if side.dp > 1 {
@@ -559,7 +558,7 @@ fn url(host: &str, port: u16) -> String {
     format!("http://{}", host_port(host, port))
 }
 
-fn router_process(d: &Deployment, addrs: &HashMap<(Role, usize), InstanceAddr>) -> RouterProcess {
+fn router_process(d: &Deployment, addrs: &FastMap<(Role, usize), InstanceAddr>) -> RouterProcess {
     use flags::*;
     let r = &d.router;
     let release = d.router_version;

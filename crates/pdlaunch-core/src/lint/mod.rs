@@ -18,8 +18,6 @@ pub mod source;
 pub mod yaml;
 
 use std::collections::BTreeMap;
-
-use crate::fast_hash::FastMap as HashMap;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -567,8 +565,8 @@ type Ranks = (usize, Vec<usize>);
 /// first instance, as a per-node template does.
 fn assign_instances(entries: &mut [ServerEntry], files: &[SourceFile], launches: &[Launch]) {
     // Per role and rendezvous: the instances sharing it, each with the node ranks it has.
-    let mut rendezvous: HashMap<(Option<Role>, String), Vec<Ranks>> = HashMap::default();
-    let mut counters: HashMap<Option<Role>, usize> = HashMap::default();
+    let mut rendezvous: FastMap<(Option<Role>, String), Vec<Ranks>> = FastMap::default();
+    let mut counters: FastMap<Option<Role>, usize> = FastMap::default();
     let mut instance_of: Vec<(usize, usize)> = Vec::new();
     for e in entries.iter() {
         let role = e.view.role.or(e.intended);

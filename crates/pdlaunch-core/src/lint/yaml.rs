@@ -7,11 +7,11 @@
 //! scalars, comments, tags (ignored), anchors, aliases and `<<` merge keys. Anything else is an
 //! error with its offset, never a panic.
 
-use crate::fast_hash::FastMap as HashMap;
 use std::borrow::Cow;
 use std::cell::Cell;
 
 use super::source::SrcMap;
+use crate::fast_hash::FastMap;
 
 /// How a scalar was written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,7 +135,7 @@ pub fn parse(text: &str) -> Result<Vec<Node<'_>>, YamlError> {
         t: text,
         pos: 0,
         depth: 0,
-        anchors: HashMap::default(),
+        anchors: FastMap::default(),
         lines,
         line: Cell::new(0),
         // Room for the open collections of a common manifest, so the stacks do not grow (and
@@ -168,7 +168,7 @@ struct Parser<'a> {
     t: &'a str,
     pos: usize,
     depth: usize,
-    anchors: HashMap<&'a str, Node<'a>>,
+    anchors: FastMap<&'a str, Node<'a>>,
     /// Offset of the start of every line.
     lines: Vec<usize>,
     /// Index in `lines` of the line last asked about: the next question is mostly about it or
