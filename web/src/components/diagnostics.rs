@@ -54,7 +54,7 @@ pub fn Diagnostics(props: &DiagnosticsProps) -> Html {
     html! {
         <section class="diagnostics" aria-labelledby="diagnostics-title">
             <h3 id="diagnostics-title">{"Findings"}</h3>
-            <p id="diagnostics-summary" class={classes!("summary", class)} data-errors={(!props.checking).then(|| AttrValue::from(e.to_string()))} role="status"
+            <p id="diagnostics-summary" class={super::class_list("summary", &[Some(class)])} data-errors={(!props.checking).then(|| AttrValue::from(e.to_string()))} role="status"
                aria-live="polite">{summary}</p>
             <div class="finding-list">
                 { for props.diagnostics.iter().map(|d| finding_card(d, true, &props.dispatch)) }

@@ -126,7 +126,7 @@ pub fn field(props: &FieldProps) -> Html {
     let label = html! { <label for={id.clone()}>{p.label.clone()}</label> };
     let bool_field = p.kind == Kind::Bool;
     html! {
-        <div class={classes!("field", bool_field.then_some("switch"), invalid.then_some("invalid"))} data-path={props.path.clone()}>
+        <div class={super::class_list("field", &[bool_field.then_some("switch"), invalid.then_some("invalid")])} data-path={props.path.clone()}>
             if bool_field { {input} {label} } else { {label} {input} }
             if let Some(e) = &props.error { <p class="field-error" role="alert">{e.clone()}</p> }
             { help(&p.help, help_id) }

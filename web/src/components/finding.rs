@@ -36,7 +36,7 @@ pub fn finding_card(d: &Diagnostic, goto: bool, dispatch: &Callback<Action>) -> 
     });
     let id = if goto { format!("summary-finding-{}", d.index) } else { format!("finding-{}", d.index) };
     html! {
-        <div key={d.index} class={classes!("finding", sev)} id={id} data-code={f.code} role="group"
+        <div key={d.index} class={super::class_list("finding", &[Some(sev)])} id={id} data-code={f.code} role="group"
              aria-label={format!("{} {}", f.code, sev)}>
             <p class="headline">
                 <span class="code">{f.code}</span>

@@ -57,7 +57,7 @@ pub fn group(props: &GroupProps) -> Html {
     };
     let top = !props.path.contains('.');
     html! {
-        <fieldset class={classes!("group", top.then_some("top"))} id={format!("{id}-group")}>
+        <fieldset class={super::class_list("group", &[top.then_some("top")])} id={format!("{id}-group")}>
             <legend>{title}</legend>
             { help(&props.prop.help, format!("{id}-help")) }
             {toggle}

@@ -23,7 +23,7 @@ pub fn lint_finding_card(props: &LintFindingProps) -> Html {
     let sev = f.severity.as_str();
     let explanation = rule(f.code).map(|r| r.explanation).unwrap_or_default();
     html! {
-        <div class={classes!("finding", sev)} id={format!("lint-finding-{}", props.index)} data-code={f.code}
+        <div class={super::class_list("finding", &[Some(sev)])} id={format!("lint-finding-{}", props.index)} data-code={f.code}
              role="group" aria-label={format!("{} {}", f.code, sev)}>
             <p class="headline">
                 <span class="code">{f.code}</span>

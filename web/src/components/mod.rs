@@ -19,3 +19,23 @@ pub mod outputs;
 pub mod section;
 pub mod source;
 pub mod toolbar;
+
+/// A `class` attribute: `base`, then each extra class that is present. Plain text rather than
+/// Yew's `classes!`, whose ordered-set type the app would otherwise carry for eight call sites.
+pub fn class_list(base: &str, extra: &[Option<&str>]) -> String {
+    extra.iter().flatten().fold(base.to_owned(), |mut s, c| {
+        s.push(' ');
+        s.push_str(c);
+        s
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn class_list_joins_the_present_classes() {
+        assert_eq!(super::class_list("field", &[None, Some("invalid")]), "field invalid");
+        assert_eq!(super::class_list("tab", &[Some("current"), Some("x")]), "tab current x");
+        assert_eq!(super::class_list("nav", &[None]), "nav");
+    }
+}

@@ -19,7 +19,7 @@ pub fn nav(props: &NavProps) -> Html {
         let current = props.view == view;
         html! {
             <li>
-                <button id={id} class={classes!("nav", current.then_some("current"))}
+                <button id={id} class={super::class_list("nav", &[current.then_some("current")])}
                         aria-current={current.then_some("page")}
                         onclick={Callback::from(move |_| dispatch.emit(Action::View(view)))}>
                     {label}

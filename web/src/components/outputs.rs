@@ -49,7 +49,7 @@ pub fn Outputs(props: &OutputsProps) -> Html {
         html! {
             <button role="tab" id={format!("out-{}", t.id())} aria-selected={selected.to_string()}
                     aria-controls="output-panel" tabindex={if selected { "0" } else { "-1" }}
-                    class={classes!("tab", selected.then_some("current"))} {onkeydown}
+                    class={super::class_list("tab", &[selected.then_some("current")])} {onkeydown}
                     onclick={Callback::from(move |_| dispatch.emit(Action::Output(t)))}>{t.label()}</button>
         }
     });

@@ -43,7 +43,7 @@ pub fn source(props: &SourceProps) -> Html {
                     let n = i as u32 + 1;
                     let class = hit(n);
                     html! {
-                        <span class={classes!("line", class)} id={line_id(&props.name, n)} tabindex={class.map(|_| "-1")}>
+                        <span class={super::class_list("line", &[class])} id={line_id(&props.name, n)} tabindex={class.map(|_| "-1")}>
                             {l.to_owned()}
                         </span>
                     }
