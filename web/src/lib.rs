@@ -6,6 +6,7 @@
 
 pub mod browser;
 pub mod components;
+pub mod deflate;
 pub mod form;
 pub mod share;
 pub mod state;

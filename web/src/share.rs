@@ -1,5 +1,5 @@
-//! The deployment in the URL fragment: JSON, deflated (miniz_oxide) and base64url-encoded, so a
-//! link reproduces the exact builder state.
+//! The deployment in the URL fragment: JSON, deflated ([`crate::deflate`]) and base64url-encoded,
+//! so a link reproduces the exact builder state.
 
 use serde_json::Value;
 
@@ -10,7 +10,7 @@ const MAX_INFLATED: usize = 4 << 20;
 /// Encodes a document for the fragment.
 pub fn encode(doc: &Value) -> String {
     let json = serde_json::to_string(doc).unwrap_or_default();
-    base64url(&miniz_oxide::deflate::compress_to_vec(json.as_bytes(), 9))
+    base64url(&crate::deflate::deflate(json.as_bytes()))
 }
 
 /// Decodes a fragment value written by [`encode`].
