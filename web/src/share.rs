@@ -16,7 +16,7 @@ pub fn encode(doc: &Value) -> String {
 /// Decodes a fragment value written by [`encode`].
 pub fn decode(text: &str) -> Option<Value> {
     let bytes = unbase64url(text.trim())?;
-    let json = miniz_oxide::inflate::decompress_to_vec_with_limit(&bytes, MAX_INFLATED).ok()?;
+    let json = crate::deflate::inflate(&bytes, MAX_INFLATED).ok()?;
     // Through text, as everything else the app reads: one copy of the JSON reader, not two.
     serde_json::from_str(std::str::from_utf8(&json).ok()?).ok()
 }
