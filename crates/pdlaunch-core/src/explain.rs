@@ -44,12 +44,15 @@ fn pieces(template: &str) -> Vec<String> {
     out
 }
 
-fn words(s: &str) -> std::collections::BTreeSet<&str> {
-    let mut out = std::collections::BTreeSet::new();
-    out.extend(
-        s.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
-            .filter(|w| w.len() > 1 && !w.chars().all(|c| c.is_ascii_digit())),
-    );
+/// The distinct words of a text, sorted. SGLang's texts are ASCII, so a word is a run of ASCII
+/// letters, digits, `_` and `-` (more than one character, not all digits).
+fn words(s: &str) -> Vec<&str> {
+    let mut out: Vec<&str> = s
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        .filter(|w| w.len() > 1 && !w.bytes().all(|c| c.is_ascii_digit()))
+        .collect();
+    crate::sort::sort(&mut out);
+    out.dedup();
     out
 }
 
@@ -77,7 +80,7 @@ fn score(msg: &str, template: &str) -> f64 {
     // Placeholders a user pasted from the source (`{info.page_size}`) are not words of the message.
     let stripped: String = pieces(msg).join(" ");
     let mw = words(&stripped);
-    let shared = mw.iter().filter(|w| tw.contains(*w)).count();
+    let shared = mw.iter().filter(|w| tw.binary_search(w).is_ok()).count();
     let fragment = if shared >= 4 && shared * 10 >= mw.len() * 9 {
         // Scale into [0.5, 0.9]: a fragment never outranks a full match.
         0.5 + 0.4 * (shared as f64 / tw.len().max(1) as f64)
