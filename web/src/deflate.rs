@@ -301,6 +301,16 @@ fn codes(r: &mut Reader, out: &mut Vec<u8>, limit: usize, lit: &Code, dist: &Cod
 mod tests {
     use super::{deflate, inflate, Corrupt};
 
+    /// A reproducible stream of pseudo-random numbers.
+    fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        }
+    }
+
     /// Ours and `miniz_oxide`'s streams, at every level (stored, fixed and dynamic blocks), read
     /// back by both inflaters.
     fn round_trip(data: &[u8]) {
@@ -322,13 +332,7 @@ mod tests {
         round_trip(&[0u8; 100_000]);
         round_trip(&(0..=255u8).cycle().take(70_000).collect::<Vec<_>>());
         // Pseudo-random bytes and text of every length up to 600, with runs repeated far back.
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         for n in 0..600 {
             let random: Vec<u8> = (0..n).map(|_| next() as u8).collect();
             round_trip(&random);
@@ -350,13 +354,7 @@ mod tests {
         for cut in 0..good.len() {
             assert!(inflate(&good[..cut], usize::MAX).is_err(), "cut at {cut}");
         }
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..20_000 {
             let mut bytes = good.clone();
             for _ in 0..=(next() % 4) {
