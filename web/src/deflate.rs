@@ -82,8 +82,9 @@ pub fn deflate(data: &[u8]) -> Vec<u8> {
     let mut bits = Bits { out: Vec::with_capacity(data.len() / 2 + 16), acc: 0, n: 0 };
     bits.put(1, 1); // the final block
     bits.put(1, 2); // fixed Huffman codes
-                    // The latest position of each prefix hash, and for each position the previous one with its
-                    // hash (positions are stored plus one, so zero means none).
+
+    // The latest position of each prefix hash, and for each position the previous one with its
+    // hash (positions are stored plus one, so zero means none).
     let mut head = vec![0usize; 1 << HASH_BITS];
     let mut prev = vec![0usize; data.len()];
     let insert = |i: usize, head: &mut [usize], prev: &mut [usize]| {
