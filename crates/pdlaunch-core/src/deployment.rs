@@ -416,6 +416,10 @@ impl Gpu {
     pub fn as_str(self) -> &'static str {
         Self::NAMES[self as usize]
     }
+    /// The GPU with this lowercase name.
+    pub fn parse(name: &str) -> Option<Gpu> {
+        Self::NAMES.iter().position(|n| *n == name).map(|i| Self::ALL[i])
+    }
 }
 
 /// One pool (prefill or decode): identical instances, each spanning one or more nodes.

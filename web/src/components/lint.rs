@@ -43,7 +43,7 @@ pub struct LintResult {
 pub fn run(files: &[(String, String)], gpu: Option<&str>, release: Option<&str>) -> LintResult {
     let inputs: Vec<Input> = files.iter().map(|(n, t)| Input::new(n.clone(), t.clone())).collect();
     let opts = Options {
-        gpu: gpu.and_then(|g| pdlaunch_core::load::from_value(&serde_json::Value::String(g.to_owned())).ok()),
+        gpu: gpu.and_then(pdlaunch_core::deployment::Gpu::parse),
         release: release.and_then(|r| Release::ALL.into_iter().find(|x| x.as_str() == r)),
         ..Options::default()
     };

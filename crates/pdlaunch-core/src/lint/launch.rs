@@ -397,22 +397,7 @@ fn scan_nested(
 /// The GPU model named in free text (`NVIDIA-H200`, `gpu:b200:8`, `nvidia-h100-80gb`).
 pub fn gpu_in_text(text: &str) -> Option<Gpu> {
     let t = text.to_ascii_lowercase();
-    const NAMES: &[(&str, Gpu)] = &[
-        ("gb300", Gpu::Gb300),
-        ("gb200", Gpu::Gb200),
-        ("b300", Gpu::B300),
-        ("b200", Gpu::B200),
-        ("h200", Gpu::H200),
-        ("h100", Gpu::H100),
-        ("h800", Gpu::H800),
-        ("h20", Gpu::H20),
-        ("a100", Gpu::A100),
-        ("l40s", Gpu::L40s),
-        ("mi355x", Gpu::Mi355x),
-        ("mi325x", Gpu::Mi325x),
-        ("mi300x", Gpu::Mi300x),
-    ];
-    t.split(|c: char| !c.is_ascii_alphanumeric()).find_map(|tok| NAMES.iter().find(|(n, _)| *n == tok).map(|(_, g)| *g))
+    t.split(|c: char| !c.is_ascii_alphanumeric()).find_map(Gpu::parse)
 }
 
 /// The SGLang release named by a container image (`lmsysorg/sglang:v0.5.6.post2-cu126`).
