@@ -121,7 +121,7 @@ impl Schema {
 
     /// The properties of a definition: the primary ones in [`PRIMARY`] order, then the rest in
     /// schema order.
-    pub fn props(&self, def: &str) -> Rc<Vec<Rc<Prop>>> {
+    pub fn props(&self, def: &str) -> Props {
         if let Some((_, p)) = self.props.borrow().iter().find(|(d, _)| d == def) {
             return p.clone();
         }
