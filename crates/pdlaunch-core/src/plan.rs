@@ -188,6 +188,8 @@ pub struct Dropped {
     pub value: String,
     /// The flags that would have carried it, preferred first.
     pub flags: Vec<&'static Flag>,
+    /// Why it is left out when the release does have one of those flags.
+    pub reason: Option<String>,
 }
 
 /// The module SGLang servers are started with.
@@ -305,7 +307,7 @@ impl ArgList<'_> {
         }
     }
     fn leave_out(&mut self, candidates: &[&'static Flag], value: String, path: String) {
-        self.dropped.push(Dropped { path, value, flags: candidates.to_vec() });
+        self.dropped.push(Dropped { path, value, flags: candidates.to_vec(), reason: None });
     }
     fn opt<T: ToString>(&mut self, candidates: &[&'static Flag], value: &Option<T>, path: String) {
         if let Some(v) = value {
@@ -446,7 +448,15 @@ fn server_args(
         a.value(&[&DP_SIZE], side.attn_dp, a.side("attn_dp"), Scope::Role);
         a.switch(&[&ENABLE_DP_ATTENTION], true, a.side("attn_dp"));
         if side.dp > 1 {
-            a.leave_out(&[&DP_SIZE], side.dp.to_string(), a.side("dp"));
+            a.dropped.push(Dropped {
+                path: a.side("dp"),
+                value: side.dp.to_string(),
+                flags: vec![&DP_SIZE],
+                reason: Some(format!(
+                    "before 0.5.23 `--dp-size` carries the DP-attention width `{side_path}.attn_dp`, so a separate \
+                     replica count cannot be expressed"
+                )),
+            });
         }
     } else {
         if side.dp > 1 {

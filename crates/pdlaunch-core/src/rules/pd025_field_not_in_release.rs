@@ -43,13 +43,7 @@ fn dropped_fields(ctx: &Context) -> Vec<Finding> {
         let release = ctx.release.as_str();
         let (message, fix) = if releases.contains(&ctx.release) {
             // The flag exists; the renderer leaves the field out in this combination.
-            let why = match role {
-                Some(r) if f.path.ends_with(".dp") => format!(
-                    " (before 0.5.23 `--dp-size` carries the DP-attention width `{r}.attn_dp`, so a separate replica \
-                     count cannot be expressed)"
-                ),
-                _ => String::new(),
-            };
+            let why = f.reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default();
             (
                 format!("`{}: {}` is not rendered for SGLang {release}{why}", f.path, f.value),
                 format!("remove `{}`, or target 0.5.23 (`sglang_version`)", f.path),
