@@ -269,8 +269,14 @@ impl ServerView {
 
     /// The page size the KV pool will use (SGLang's `token_to_kv_pool.page_size`).
     pub fn page_size(&self, model: &ModelFacts) -> Resolved<u32> {
-        let explicit = self.int("page_size").and_then(|v| u32::try_from(v).ok());
+        let given = self.int("page_size");
+        // argparse takes any integer; SGLang divides by the page size, so only a positive one is
+        // a page size. Another value is reported and left out of the arithmetic.
+        let explicit = given.and_then(|v| u32::try_from(v).ok()).filter(|&v| v > 0);
         let mut why = Vec::new();
+        if let (Some(v), None) = (given, explicit) {
+            why.push(format!("`--page-size {v}` is not a positive integer"));
+        }
         let mut page = explicit;
         let arch = model.architecture();
         let mut model_assumption = None;
@@ -287,7 +293,7 @@ impl ServerView {
             }
         }
         let mut page = page.unwrap_or_else(|| {
-            why.push("unset: SGLang's default is 1".into());
+            why.push(if given.is_some() { "1 assumed".into() } else { "unset: SGLang's default is 1".into() });
             1
         });
         let (attn, prefill, decode) = self.attention_backends(model);
@@ -298,7 +304,7 @@ impl ServerView {
         // MiniMax-M3 sets 128 when the page size is unset and the backend is fa3 (Hopper) or
         // fa4/trtllm_mha (Blackwell).
         let sm = self.gpu.and_then(Gpu::sm);
-        if explicit.is_none() && arch.is_some_and(|x| MINIMAX_M3_ARCHS.contains(&x)) {
+        if given.is_none() && arch.is_some_and(|x| MINIMAX_M3_ARCHS.contains(&x)) {
             let hit = match sm {
                 Some(90) => a == Some("fa3"),
                 Some(v) if v >= 100 => matches!(a, Some("fa4") | Some("trtllm_mha")),

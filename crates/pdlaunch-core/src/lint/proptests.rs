@@ -479,3 +479,70 @@ fn fuzz_whole_linter_on_mutated_fixtures() {
     }
     eprintln!("fuzz whole linter: {total} mutated fixtures, no panic");
 }
+
+/// Edge values (zero, negative, huge, not-a-number) of every numeric option, on either side or
+/// both: the rules divide by page sizes and parallel sizes, and must not panic on what SGLang's
+/// argparse accepts.
+#[test]
+fn numeric_edge_values_never_panic() {
+    const EDGES: &[&str] =
+        &["0", "-1", "-5", "3", "4294967296", "9223372036854775807", "-9223372036854775808", "nan", "-inf", "1e308"];
+    const BASES: &[&str] = &[
+        "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --disaggregation-mode prefill \
+         --port 30000 --chunked-prefill-size 8192 --page-size 16 --tp-size 2 PREFILL\n\
+         python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --disaggregation-mode decode \
+         --port 30001 --base-gpu-id 2 --page-size 16 --tp-size 2 DECODE\n\
+         python -m sglang_router.launch_router --pd-disaggregation --prefill http://127.0.0.1:30000 \
+         --decode http://127.0.0.1:30001\n",
+        "python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --disaggregation-mode prefill \
+         --tp-size 8 --dp-size 8 --enable-dp-attention --moe-a2a-backend deepep --chunked-prefill-size 16384 \
+         --speculative-algorithm EAGLE --speculative-num-steps 3 --speculative-eagle-topk 1 \
+         --speculative-num-draft-tokens 4 --mem-fraction-static 0.8 PREFILL\n\
+         python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --disaggregation-mode decode \
+         --tp-size 8 --dp-size 8 --enable-dp-attention --moe-a2a-backend deepep --cuda-graph-max-bs 64 \
+         --speculative-algorithm EAGLE --speculative-num-steps 3 --speculative-eagle-topk 1 \
+         --speculative-num-draft-tokens 4 --max-running-requests 128 DECODE\n",
+    ];
+    let spec = Release::LATEST.spec();
+    let numeric: Vec<&str> = spec
+        .flags
+        .iter()
+        .filter(|f| matches!(f.ty.as_deref(), Some("int" | "float")) && f.arity() == crate::spec::Arity::One)
+        .filter_map(|f| f.flags.iter().find(|s| s.starts_with("--")).map(String::as_str))
+        .collect();
+    assert!(numeric.len() > 50, "only {} numeric options", numeric.len());
+    let mut runs = 0;
+    let mut failed = Vec::new();
+    for base in BASES {
+        for flag in &numeric {
+            for value in EDGES {
+                let arg = format!("{flag} {value}");
+                for (p, d) in [(arg.as_str(), ""), ("", arg.as_str()), (arg.as_str(), arg.as_str())] {
+                    let text = base.replace("PREFILL", p).replace("DECODE", d);
+                    let run = std::panic::catch_unwind(|| {
+                        let l = lint(&[Input::new("edge.sh", text.clone())], &Options::default());
+                        let _ = fix::edits(&l);
+                        for g in 0..l.groups.len() {
+                            let _ = reconstruct::deployment(&l, g);
+                        }
+                    });
+                    if run.is_err() {
+                        failed.push(format!(
+                            "`{arg}` on {}",
+                            if d.is_empty() {
+                                "prefill"
+                            } else if p.is_empty() {
+                                "decode"
+                            } else {
+                                "both"
+                            }
+                        ));
+                    }
+                    runs += 1;
+                }
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{} of {runs} scripts panicked: {}", failed.len(), failed.join("; "));
+    eprintln!("numeric edge values: {runs} scripts linted, no panic");
+}

@@ -82,6 +82,21 @@ fn seed_64_vs_unset_points_at_the_command_missing_it() {
 }
 
 #[test]
+fn a_page_size_that_is_not_positive_is_named_not_called_unset() {
+    let l = run(&[("pd.sh", &pd(" --page-size -5", " --page-size 16"))]);
+    let f = l.findings.iter().find(|f| f.finding.code == "PD001").expect("PD001");
+    assert!(
+        f.finding.message.contains("(`--page-size -5` is not a positive integer; 1 assumed)"),
+        "{}",
+        f.finding.message
+    );
+    assert!(!f.finding.message.contains("unset"), "{}", f.finding.message);
+    // Zero on both sides: no mismatch, but the prefill's startup check divides by it.
+    let l = run(&[("pd.sh", &pd(" --page-size 0", " --page-size 0"))]);
+    assert_eq!(codes(&l), ["PD016"], "{:#?}", l.findings);
+}
+
+#[test]
 fn seed_unset_vs_unset_with_backends_that_snap_differently() {
     let l = run(&[("pd.sh", &pd(" --attention-backend fa3", " --attention-backend flashmla"))]);
     assert_eq!(codes(&l).iter().filter(|c| **c == "PD001").count(), 1, "{:#?}", l.findings);

@@ -14,7 +14,8 @@ pub static RULE: Rule = Rule {
     explanation: "A prefill allocates KV in whole pages per chunk, so SGLang asserts at startup that the chunk \
         is a multiple of the page size. With DP attention the chunk is first divided among the DP ranks, so \
         it is the per-rank share that must be a multiple. The page size compared is the effective one: an \
-        attention backend can snap it (e.g. to 64 or 128) after the chunk size was chosen.",
+        attention backend can snap it (e.g. to 64 or 128) after the chunk size was chosen. argparse accepts any \
+        integer as the page size; zero fails this check with a division by zero.",
     sglang_errors: &["chunked_prefill_size must be divisible by page_size"],
     fix: "Set `prefill.chunked_prefill_size` to a multiple of `shared.page_size` times the prefill's `attn_dp`.",
     check,
@@ -24,12 +25,27 @@ fn check(ctx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
     for p in ctx.heads(Role::Prefill) {
         // Unset means SGLang's own GPU-memory-based default, which is a power of two.
-        let Some(chunk) = p.explicit("chunked_prefill_size").and_then(|v| crate::spec::parse_human_int(&v)) else {
-            continue;
-        };
-        if chunk <= 0 {
+        let chunk = p.explicit("chunked_prefill_size").and_then(|v| crate::spec::parse_human_int(&v));
+        if chunk.is_some_and(|c| c <= 0) {
             continue;
         }
+        // argparse takes any integer as the page size; the effective page size leaves such a
+        // value out, so it is reported here, where SGLang first divides by it.
+        if let Some(given) = p.int("page_size").filter(|&v| v <= 0) {
+            let failure = if given == 0 {
+                "SGLang's startup check `chunked_prefill_size % page_size` divides by zero (ZeroDivisionError)"
+            } else {
+                "not a positive integer, which SGLang needs to page the KV cache"
+            };
+            let message = format!("{} has page_size={given}: {failure}", p.label);
+            let at = p.origin("page_size").map_or_else(|| "shared.page_size".to_owned(), |o| o.to_string());
+            let fix = format!("set a positive page size (`{at}`), e.g. 16, 32 or 64");
+            out.push(Finding::new(&RULE, message, fix).at(p, "page_size"));
+            continue;
+        }
+        let Some(chunk) = chunk else {
+            continue;
+        };
         let dp = i64::from(p.attn_dp());
         let per_rank = chunk / dp;
         let page = p.page_size(&ctx.model);
@@ -95,6 +111,23 @@ mod tests {
     fn disabled_chunking_passes() {
         let mut d = llama();
         d.prefill.chunked_prefill_size = Some(-1);
+        assert!(findings(&d, "PD016").is_empty());
+    }
+
+    #[test]
+    fn a_page_size_that_is_not_positive_is_caught_on_the_prefill() {
+        for (value, failure) in [("0", "divides by zero"), ("-5", "not a positive integer")] {
+            let mut d = llama();
+            d.prefill.extra_args = vec!["--page-size".into(), value.into()];
+            let f = findings(&d, "PD016");
+            assert_eq!(f.len(), 1, "{f:?}");
+            assert!(f[0].message.contains(&format!("has page_size={value}: ")), "{}", f[0].message);
+            assert!(f[0].message.contains(failure), "{}", f[0].message);
+            assert!(f[0].fix.contains("prefill.extra_args"), "{}", f[0].fix);
+        }
+        // The decode skips the check.
+        let mut d = llama();
+        d.decode.extra_args = vec!["--page-size".into(), "0".into()];
         assert!(findings(&d, "PD016").is_empty());
     }
 }
