@@ -577,6 +577,7 @@ pub struct Node {
     pub host: String,
     /// GPUs this node contributes (default: tp x pp / nodes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub gpus: Option<u32>,
     /// GPUs installed on the machine, when known; lets pdlaunch check the GPU ranges fit.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -586,6 +586,13 @@ fn check_structure(d: &Deployment) -> Result<(), (String, String, String)> {
                         "give the node's address (IP or DNS name)".into(),
                     ));
                 }
+                if node.gpus == Some(0) {
+                    return Err((
+                        format!("{role}.instances[{i}].nodes[{n}].gpus"),
+                        "`gpus` is 0".into(),
+                        "a node runs on at least one GPU; leave `gpus` out for tp × pp / nodes".into(),
+                    ));
+                }
             }
         }
         for (field, v) in [
@@ -773,6 +780,19 @@ mod tests {
         let (l, c, p, m) = error(from, to);
         assert_eq!((l, c, p.as_str()), (at.0, at.1, path), "{to:?}: {m}");
         assert!(m.starts_with(message), "{to:?}: {m}");
+    }
+
+    /// Values serde reads but no deployment can use are refused where they are written.
+    #[test]
+    fn zero_sizes_are_refused_at_their_place() {
+        assert_error("prefill:\n  tp: 1", "prefill:\n  tp: 0", (12, 3), "prefill.tp", "`tp` is 0");
+        assert_error(
+            "        - host: a\ndecode",
+            "        - host: a\n          gpus: 0\ndecode",
+            (16, 11),
+            "prefill.instances[0].nodes[0].gpus",
+            "`gpus` is 0",
+        );
     }
 
     /// Errors name the place serde_yaml with a path tracker named before the reader changed.

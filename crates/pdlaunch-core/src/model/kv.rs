@@ -65,7 +65,7 @@ impl KvElement {
 
     /// Bytes of `n` elements (rounded down; exact for the row sizes models use).
     pub fn bytes(self, n: u64) -> u64 {
-        n * self.bits_x32 / 256
+        n.saturating_mul(self.bits_x32) / 256
     }
 }
 
@@ -112,7 +112,7 @@ pub fn kv_bytes_per_token(g: &Geometry, attn_tp: u32, pp: u32, e: KvElement) -> 
             let row = if dsa && e.bits_x32 == 8 * 32 && rank == 512 && rope == 64 {
                 DSA_FP8_ROW
             } else {
-                e.bytes(u64::from(rank + rope))
+                e.bytes(u64::from(rank) + u64::from(rope))
             };
             (None, row)
         }
@@ -122,7 +122,7 @@ pub fn kv_bytes_per_token(g: &Geometry, attn_tp: u32, pp: u32, e: KvElement) -> 
             };
             let local = (kv / attn_tp.max(1)).max(1);
             let v = g.v_head_dim.unwrap_or(d);
-            (Some(local), e.bytes(u64::from(local) * u64::from(d + v)))
+            (Some(local), e.bytes(u64::from(local).saturating_mul(u64::from(d) + u64::from(v))))
         }
     };
     Ok(KvBytes {
@@ -131,7 +131,7 @@ pub fn kv_bytes_per_token(g: &Geometry, attn_tp: u32, pp: u32, e: KvElement) -> 
         sliding_layers: layers - full,
         kv_heads_per_rank,
         row_bytes,
-        per_token: row_bytes * u64::from(layers),
+        per_token: row_bytes.saturating_mul(u64::from(layers)),
     })
 }
 

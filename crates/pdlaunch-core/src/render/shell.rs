@@ -45,10 +45,11 @@ pub(super) fn render_shell_like(
 }
 
 fn title(p: &ServerProcess) -> String {
-    let gpus = if p.gpus.1 == 1 {
+    // The loader refuses a node with no GPUs.
+    let gpus = if p.gpus.1 <= 1 {
         format!("GPU {}", p.gpus.0)
     } else {
-        format!("GPUs {}-{}", p.gpus.0, p.gpus.0 + p.gpus.1 - 1)
+        format!("GPUs {}-{}", p.gpus.0, u64::from(p.gpus.0) + u64::from(p.gpus.1) - 1)
     };
     format!(
         "{} instance {}, node {} of {}, on {} ({gpus})",

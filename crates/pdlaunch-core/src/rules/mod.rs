@@ -418,6 +418,24 @@ pub(crate) fn overrides(p: &ServerView, d: &ServerView, dest: &str, field: Optio
 /// spelling-only case).
 pub(crate) const KV_DTYPE_MISMATCH_ERROR: &str = "KV cache dtype mismatch: prefill server has kv_cache_dtype={info.kv_cache_dtype}, but decode server has kv_cache_dtype={self.kv_cache_dtype_str}. Both servers must use the same --kv-cache-dtype value.";
 
+/// The divisors of `n` in ascending order, found among the pairs `k`, `n / k` with `k` up to the
+/// square root of `n` (a size can be as large as `u32::MAX`).
+pub(crate) fn divisors(n: u32) -> Vec<u32> {
+    let (mut low, mut high) = (Vec::new(), Vec::new());
+    let mut k = 1u32;
+    while k.checked_mul(k).is_some_and(|square| square <= n) {
+        if n.is_multiple_of(k) {
+            low.push(k);
+            if n / k != k {
+                high.push(n / k);
+            }
+        }
+        k += 1;
+    }
+    low.extend(high.into_iter().rev());
+    low
+}
+
 /// The labels of some servers, comma-separated.
 pub(crate) fn labels(servers: &[&ServerView]) -> String {
     servers.iter().map(|s| s.label.as_str()).collect::<Vec<_>>().join(", ")
@@ -501,5 +519,108 @@ pub(crate) mod testing {
             gpu,
             crate::release::Release::LATEST,
         )
+    }
+}
+
+#[cfg(test)]
+mod edge_values {
+    use serde_json::{json, Value};
+
+    use crate::load::{parse_deployment, Syntax};
+    use crate::render::{render, Format};
+
+    #[test]
+    fn divisors_agree_with_trial_division() {
+        for n in 0..500u32 {
+            let naive: Vec<u32> = (1..=n).filter(|d| n.is_multiple_of(*d)).collect();
+            assert_eq!(super::divisors(n), naive, "{n}");
+        }
+        assert_eq!(
+            super::divisors(u32::MAX),
+            [
+                1, 3, 5, 15, 17, 51, 85, 255, 257, 771, 1285, 3855, 4369, 13107, 21845, 65535, 65537, 196611, 327685,
+                983055, 1114129, 3342387, 5570645, 16711935, 16843009, 50529027, 84215045, 252645135, 286331153,
+                858993459, 1431655765, 4294967295
+            ]
+        );
+    }
+
+    /// Every numeric field the schema declares, at zero, one, its largest values and fractions,
+    /// in every example where its object exists: a deployment the loader accepts renders and is
+    /// checked without a panic.
+    #[test]
+    fn numeric_fields_at_their_edges_never_panic() {
+        let schema = crate::schema::schema_value(crate::schema::Dialect::Draft07);
+        let numeric = |def: &str| -> Vec<String> {
+            let props = schema["definitions"][def]["properties"].as_object().cloned().unwrap_or_default();
+            props
+                .into_iter()
+                .filter(|(_, p)| {
+                    let t = p["type"].to_string();
+                    t.contains("integer") || t.contains("number")
+                })
+                .map(|(k, _)| k)
+                .collect()
+        };
+        let objects: &[(&str, &str)] = &[
+            ("/shared", "Shared"),
+            ("/shared/speculative", "Speculative"),
+            ("/model", "Model"),
+            ("/model/geometry", "Geometry"),
+            ("/router", "Router"),
+            ("/prefill", "Side"),
+            ("/decode", "Side"),
+            ("/prefill/hicache", "HiCache"),
+            ("/decode/hicache", "HiCache"),
+            ("/prefill/instances/0", "Instance"),
+            ("/decode/instances/0", "Instance"),
+            ("/prefill/instances/0/nodes/0", "Node"),
+            ("/decode/instances/0/nodes/0", "Node"),
+        ];
+        let edges = [
+            json!(0),
+            json!(1),
+            json!(-1),
+            json!(u32::MAX),
+            json!(u64::MAX),
+            json!(i64::MIN),
+            json!(0.5),
+            json!(1e300),
+        ];
+        let (mut accepted, mut tried, mut failed) = (0, 0, Vec::new());
+        for e in crate::examples::EXAMPLES {
+            let base: Value = crate::load::to_value(&parse_deployment(e.yaml, e.name, Syntax::Yaml).unwrap());
+            for (at, def) in objects {
+                if !base.pointer(at).is_some_and(Value::is_object) {
+                    continue;
+                }
+                let fields = numeric(def);
+                assert!(!fields.is_empty(), "{def} has no numeric field");
+                for field in fields {
+                    for edge in &edges {
+                        let mut d = base.clone();
+                        d.pointer_mut(at).unwrap()[field.as_str()] = edge.clone();
+                        tried += 1;
+                        let Ok(d) = parse_deployment(&d.to_string(), e.name, Syntax::Json) else {
+                            continue;
+                        };
+                        accepted += 1;
+                        let run = std::panic::catch_unwind(|| {
+                            let _ = super::check(&d);
+                            let plan = crate::plan::plan(&d);
+                            for format in [Format::Shell, Format::Json, Format::SglangConfig] {
+                                let _ = render(&plan, format);
+                            }
+                        });
+                        if run.is_err() {
+                            failed.push(format!("{}: {at}/{field} = {edge}", e.name));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(failed.is_empty(), "{} edited deployments panicked: {}", failed.len(), failed.join("; "));
+        assert!(accepted > 100, "only {accepted} of {tried} edited deployments were accepted");
+        eprintln!("numeric edges: {accepted} of {tried} edited deployments accepted, checked and rendered");
     }
 }

@@ -59,7 +59,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
             "change `decode.tp` (or `prefill.tp`) so that the attention TP sizes divide each other, e.g. decode \
              attention TP {} or {} against prefill {pa}",
             largest_divisor_below(pa, da),
-            da.div_ceil(pa) * pa
+            u64::from(da.div_ceil(pa)) * u64::from(pa)
         );
         out.push(Finding::new(&RULE, message, fix).at(p, "tp_size").at(d, "tp_size"));
     }
@@ -68,12 +68,25 @@ fn check(ctx: &Context) -> Vec<Finding> {
 
 /// The largest divisor of `n` that is at most `limit` (at least 1).
 fn largest_divisor_below(n: u32, limit: u32) -> u32 {
-    (1..=limit.min(n)).rev().find(|k| n.is_multiple_of(*k)).unwrap_or(1)
+    super::divisors(n).into_iter().rfind(|&d| d <= limit).unwrap_or(1)
 }
 
 #[cfg(test)]
 mod tests {
     use crate::rules::testing::*;
+
+    #[test]
+    fn largest_divisor_below_agrees_with_counting_down() {
+        for n in 1..300u32 {
+            for limit in 0..310u32 {
+                let naive = (1..=limit.min(n)).rev().find(|k| n.is_multiple_of(*k)).unwrap_or(1);
+                assert_eq!(super::largest_divisor_below(n, limit), naive, "n {n}, limit {limit}");
+            }
+        }
+        // A prime near the top of the range, without counting down four billion candidates.
+        assert_eq!(super::largest_divisor_below(4_294_967_291, u32::MAX), 4_294_967_291);
+        assert_eq!(super::largest_divisor_below(4_294_967_291, 4_294_967_290), 1);
+    }
 
     #[test]
     fn equal_and_divisible_sizes_pass() {

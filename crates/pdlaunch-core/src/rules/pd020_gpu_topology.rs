@@ -39,21 +39,36 @@ fn node_path(ctx: &Context, s: &ServerView) -> Option<String> {
     ctx.deployment.map(|_| format!("{}.instances[{}].nodes[{}]", role, s.instance, s.node))
 }
 
+/// The most GPU indices listed for one server on one machine.
+const MAX_LISTED_GPUS: u32 = 4096;
+
+/// `tp_size × pp_size`: the GPUs one server uses over all its nodes.
+fn tp_pp(s: &ServerView) -> u64 {
+    u64::from(s.size("tp_size")) * u64::from(s.size("pp_size"))
+}
+
 /// GPU indices a server uses on its host, after `CUDA_VISIBLE_DEVICES` (as text: the variable may
 /// hold UUIDs).
 fn physical_gpus(s: &ServerView) -> Vec<String> {
-    let tp_pp = s.size("tp_size") * s.size("pp_size");
     let (base, count) = s.gpus.unwrap_or_else(|| {
-        (s.int("base_gpu_id").and_then(|v| u32::try_from(v).ok()).unwrap_or(0), (tp_pp / s.size("nnodes")).max(1))
+        let per_node = tp_pp(s) / u64::from(s.size("nnodes"));
+        (
+            s.int("base_gpu_id").and_then(|v| u32::try_from(v).ok()).unwrap_or(0),
+            u32::try_from(per_node).unwrap_or(u32::MAX).max(1),
+        )
     });
-    let step = s.size("gpu_id_step");
+    let step = u64::from(s.size("gpu_id_step"));
     let visible: Option<Vec<String>> =
         s.env.get("CUDA_VISIBLE_DEVICES").map(|v| v.split(',').map(|x| x.trim().to_owned()).collect());
-    (0..count)
+    // No machine holds more GPUs than this; a larger count is a typo, and listing it would only
+    // exhaust memory. The first ones already decide the overlap and installed-count checks.
+    (0..count.min(MAX_LISTED_GPUS))
         .map(|i| {
-            let idx = base + i * step;
+            let idx = u64::from(base) + u64::from(i) * step;
             match &visible {
-                Some(list) => list.get(idx as usize).cloned().unwrap_or_else(|| format!("#{idx}")),
+                Some(list) => {
+                    usize::try_from(idx).ok().and_then(|i| list.get(i)).cloned().unwrap_or_else(|| format!("#{idx}"))
+                }
                 None => idx.to_string(),
             }
         })
@@ -62,7 +77,7 @@ fn physical_gpus(s: &ServerView) -> Vec<String> {
 
 /// `GPU 3`, `GPUs 0-7` or `GPUs 0,2`.
 fn show(ids: &[String]) -> String {
-    let nums: Option<Vec<u32>> = ids.iter().map(|i| i.parse().ok()).collect();
+    let nums: Option<Vec<u64>> = ids.iter().map(|i| i.parse().ok()).collect();
     match nums {
         _ if ids.len() == 1 => format!("GPU {}", ids[0]),
         Some(n) if n.len() > 1 && n.windows(2).all(|w| w[1] == w[0] + 1) => {
@@ -78,16 +93,16 @@ fn check(ctx: &Context) -> Vec<Finding> {
     // Node count must divide tp × pp (one report per instance, from node 0).
     for s in ctx.servers.iter().filter(|s| s.int("node_rank").unwrap_or(0) == 0) {
         let (tp, pp, nnodes) = (s.size("tp_size"), s.size("pp_size"), s.size("nnodes"));
-        if (tp * pp) % nnodes != 0 {
+        if !tp_pp(s).is_multiple_of(u64::from(nnodes)) {
             let side = s.label.split('[').next().unwrap_or("the side").to_owned();
             let message = format!(
                 "{} spans {nnodes} nodes but tp_size × pp_size = {tp} × {pp} = {} is not divisible by {nnodes}",
                 s.label.split(" node").next().unwrap_or(&s.label),
-                tp * pp
+                tp_pp(s)
             );
             let fix = format!(
                 "use a node count that divides {} (or change `{side}.tp`/`{side}.pp` to a multiple of {nnodes})",
-                tp * pp
+                tp_pp(s)
             );
             out.push(Finding::new(&RULE, message, fix).at(s, "tp_size").at(s, "nnodes"));
         }
@@ -103,11 +118,11 @@ fn check(ctx: &Context) -> Vec<Finding> {
                 let Some(head) = servers.first() else {
                     continue;
                 };
-                let want = head.size("tp_size") * head.size("pp_size");
+                let want = tp_pp(head);
                 let counts: Vec<u32> = servers.iter().filter_map(|s| s.gpus.map(|g| g.1)).collect();
-                let sum: u32 = counts.iter().sum();
+                let sum: u64 = counts.iter().copied().map(u64::from).sum();
                 let explicit = inst.nodes.iter().any(|n| n.gpus.is_some());
-                if sum == want || (!explicit && !want.is_multiple_of(servers.len() as u32)) {
+                if sum == want || (!explicit && !want.is_multiple_of(servers.len() as u64)) {
                     continue;
                 }
                 let parts: Vec<String> = counts.iter().map(u32::to_string).collect();
@@ -161,7 +176,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
                 a.host,
                 show(&shared)
             );
-            let next = a_ids.iter().filter_map(|g| g.parse::<u32>().ok()).max().map_or(0, |m| m + 1);
+            let next = a_ids.iter().filter_map(|g| g.parse::<u64>().ok()).max().map_or(0, |m| m + 1);
             let fix = match base_origin(b) {
                 Origin::Derived => {
                     format!("start {} on GPUs that {} does not use (`--base-gpu-id {next}`)", b.label, a.label)
@@ -184,9 +199,9 @@ fn check(ctx: &Context) -> Vec<Finding> {
             let Some(installed) = node.and_then(|n| n.gpus_installed) else {
                 continue;
             };
-            let max = ids.iter().filter_map(|g| g.parse::<u32>().ok()).max();
+            let max = ids.iter().filter_map(|g| g.parse::<u64>().ok()).max();
             let beyond_visible = ids.iter().any(|g| g.starts_with('#'));
-            if max.is_some_and(|m| m < installed) && !beyond_visible {
+            if max.is_some_and(|m| m < u64::from(installed)) && !beyond_visible {
                 continue;
             }
             let message = format!(

@@ -19,10 +19,6 @@ pub static RULE: Rule = Rule {
     check,
 };
 
-fn divisors(n: u32) -> Vec<String> {
-    (2..=n).filter(|d| n.is_multiple_of(*d)).map(|d| d.to_string()).collect()
-}
-
 fn check(ctx: &Context) -> Vec<Finding> {
     let groups = group(&ctx.servers, |s| {
         let (tp, dp) = (s.size("tp_size"), s.attn_dp());
@@ -38,7 +34,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
             let message =
                 format!("{}: tp_size {tp} is not divisible by the DP-attention width {dp}{dp_at}", labels(&servers));
             let side = s.role.map_or("the side", |r| r.as_str());
-            let options = divisors(tp);
+            let options: Vec<String> = super::divisors(tp).iter().skip(1).map(u32::to_string).collect();
             let fix = if options.is_empty() {
                 format!(
                     "DP attention needs tp_size > 1: raise `{side}.tp` to a multiple of {dp} or drop `{side}.attn_dp`"

@@ -75,8 +75,12 @@ fn estimate(ctx: &Context, s: &ServerView) -> Option<Outcome> {
     let dp = u64::from(s.attn_dp().max(s.size("dp_size")));
     let per_gpu = running.div_ceil(dp);
     let window = g.sliding_window.map_or(context, |w| u64::from(w).min(context));
-    let per_request = kv.row_bytes * (context * u64::from(kv.full_layers) + window * u64::from(kv.sliding_layers));
-    let need = (per_gpu * per_request) as f64;
+    // Saturating: a geometry or context far past any real model must not overflow.
+    let tokens = context
+        .saturating_mul(u64::from(kv.full_layers))
+        .saturating_add(window.saturating_mul(u64::from(kv.sliding_layers)));
+    let per_request = kv.row_bytes.saturating_mul(tokens);
+    let need = per_gpu as f64 * per_request as f64;
 
     let mut assumptions = Vec::new();
     let fraction = match s.value("mem_fraction_static").and_then(|v| crate::float::parse(&v)) {
@@ -103,7 +107,7 @@ fn estimate(ctx: &Context, s: &ServerView) -> Option<Outcome> {
     if need <= budget {
         return None;
     }
-    let fits = if budget > 0.0 { (budget / per_request as f64).floor() as u64 * dp } else { 0 };
+    let fits = if budget > 0.0 { ((budget / per_request as f64).floor() as u64).saturating_mul(dp) } else { 0 };
     let layout = match kv.kv_heads_per_rank {
         Some(h) => format!("{} layers x {h} KV heads (K and V) x {} B", kv.layers, kv.row_bytes / u64::from(h)),
         None => format!("{} layers x {} B latent", kv.layers, kv.row_bytes),
