@@ -486,7 +486,7 @@ fn fuzz_whole_linter_on_mutated_fixtures() {
 #[test]
 fn numeric_edge_values_never_panic() {
     const EDGES: &[&str] =
-        &["0", "-1", "-5", "3", "4294967296", "9223372036854775807", "-9223372036854775808", "nan", "-inf", "1e308"];
+        &["0", "-1", "65536", "4294967295", "9223372036854775807", "-9223372036854775808", "nan", "1e308"];
     const BASES: &[&str] = &[
         "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --disaggregation-mode prefill \
          --port 30000 --chunked-prefill-size 8192 --page-size 16 --tp-size 2 PREFILL\n\
@@ -502,6 +502,10 @@ fn numeric_edge_values_never_panic() {
          --tp-size 8 --dp-size 8 --enable-dp-attention --moe-a2a-backend deepep --cuda-graph-max-bs 64 \
          --speculative-algorithm EAGLE --speculative-num-steps 3 --speculative-eagle-topk 1 \
          --speculative-num-draft-tokens 4 --max-running-requests 128 DECODE\n",
+        "python -m sglang.launch_server --model-path Qwen/Qwen3-32B --disaggregation-mode prefill --host 10.0.0.1 \
+         --port 30000 --tp-size 4 --nnodes 2 --node-rank 0 --dist-init-addr 10.0.0.1:5000 PREFILL\n\
+         python -m sglang.launch_server --model-path Qwen/Qwen3-32B --disaggregation-mode decode --host 10.0.0.1 \
+         --port 30001 --base-gpu-id 4 --tp-size 4 DECODE\n",
     ];
     let spec = Release::LATEST.spec();
     let numeric: Vec<&str> = spec

@@ -15,6 +15,9 @@
 
 use serde_json::{json, Map, Value};
 
+/// The most nodes a reconstructed instance gets; larger `--nnodes` values are typos.
+const MAX_NODES: usize = 1024;
+
 use super::{Group, Linted};
 use crate::deployment::{Deployment, Role};
 use crate::effective::ServerView;
@@ -154,7 +157,17 @@ impl<'a> Builder<'a> {
             for (k, inst) in seen.iter().enumerate() {
                 let nodes: Vec<&super::ServerEntry> =
                     group.servers.iter().filter(|s| role_of(s) == Some(r) && s.view.instance == *inst).collect();
-                let count = nodes.iter().map(|s| s.view.node + 1).max().unwrap_or(1);
+                // A node rank at or past `--nnodes` names no node of the instance (SGLang waits
+                // for it forever); it is left out, so that `--node-rank 2147483647` does not
+                // make two billion placeholder nodes. No instance spans more than MAX_NODES.
+                let nnodes = nodes.iter().map(|s| s.view.size("nnodes") as usize).max().unwrap_or(1).min(MAX_NODES);
+                let count = nodes.iter().map(|s| s.view.node + 1).max().unwrap_or(1).min(nnodes);
+                for s in nodes.iter().filter(|s| s.view.node >= count) {
+                    notes.push(format!(
+                        "{} has node rank {} but its instance spans {nnodes} node(s): it is left out",
+                        s.view.label, s.view.node
+                    ));
+                }
                 let mut hosts: Vec<Value> = Vec::new();
                 for n in 0..count {
                     let known =

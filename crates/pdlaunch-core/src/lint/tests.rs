@@ -307,3 +307,16 @@ fn two_instances_on_one_rendezvous_stay_two_instances() {
     let ports: Vec<_> = r.deployment.prefill.instances.iter().map(|i| (i.port, i.nodes.len())).collect();
     assert_eq!(ports, [(Some(30000), 2), (Some(30002), 2)], "notes: {:?}", r.notes);
 }
+
+#[test]
+fn a_node_rank_past_nnodes_is_left_out_of_the_reconstruction() {
+    let p = " --nnodes 2 --node-rank 2147483647 --dist-init-addr 10.0.0.1:5000 --host 10.0.0.1";
+    let l = run(&[("pd.sh", &pd(p, ""))]);
+    let r = reconstruct::deployment(&l, 0).expect("reconstructs");
+    assert_eq!(r.deployment.prefill.instances[0].nodes.len(), 2, "notes: {:?}", r.notes);
+    assert!(
+        r.notes.iter().any(|n| n.contains("has node rank 2147483647 but its instance spans 2 node(s): it is left out")),
+        "{:?}",
+        r.notes
+    );
+}
