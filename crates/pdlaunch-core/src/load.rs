@@ -217,7 +217,15 @@ fn from_yaml(text: &str) -> Result<Deployment, SerdeFailure> {
                         _ => return Ok(d),
                     }
                 }
-                None => return Ok(d),
+                None => match non_finite(&doc, &mut Vec::new(), &refill) {
+                    // JSON has no infinity or NaN, so the value was written as null and an
+                    // optional field would silently be left unset.
+                    Some((path, at, text)) => {
+                        let message = format!("`{text}` {NON_FINITE}");
+                        return Err(place(&path, at, message));
+                    }
+                    None => return Ok(d),
+                },
             },
             Err(e) => e,
         };
@@ -269,6 +277,33 @@ fn from_yaml(text: &str) -> Result<Deployment, SerdeFailure> {
             }
         }
         return Err(failure);
+    }
+}
+
+/// The first plain scalar value (path, offset, text) that YAML reads as infinity or NaN, unless
+/// it was written again as text.
+fn non_finite(n: &Node, path: &mut Vec<Step>, refill: &[(usize, Fill)]) -> Option<(String, usize, String)> {
+    match n {
+        Node::Seq(s) => s.items.iter().enumerate().find_map(|(i, item)| {
+            path.push(Step::Index(i));
+            let found = non_finite(item, path, refill);
+            path.pop();
+            found
+        }),
+        Node::Map(m) => m.entries.iter().find_map(|(k, v)| {
+            path.push(Step::Key(k.text.to_string()));
+            let found = non_finite(v, path, refill);
+            path.pop();
+            found
+        }),
+        Node::Scalar(s)
+            if s.style == Style::Plain
+                && yaml_value::plain_is_non_finite(&s.text)
+                && !refill.contains(&(s.start, Fill::Text)) =>
+        {
+            Some((render_path(path), s.start, s.text.to_string()))
+        }
+        Node::Null(_) | Node::Scalar(_) => None,
     }
 }
 
@@ -545,8 +580,14 @@ fn hint_for(message: &str, path: Option<&str>) -> Option<String> {
     if message.starts_with("invalid type") || message.starts_with("invalid value") {
         return Some(format!("give `{}` a value of the expected type", path.unwrap_or("the field")));
     }
+    if message.ends_with(NON_FINITE) {
+        return Some("write a finite number (e.g. 0.85), or quote the value if it is text".into());
+    }
     None
 }
+
+/// The end of the message for a YAML infinity or NaN.
+const NON_FINITE: &str = "is a YAML infinity or NaN, which no deployment field takes";
 
 /// Structural checks serde cannot express: something to render on each side, names usable in
 /// file names. Everything else is the validator's job, so the user sees a rendering.
@@ -780,6 +821,24 @@ mod tests {
         let (l, c, p, m) = error(from, to);
         assert_eq!((l, c, p.as_str()), (at.0, at.1, path), "{to:?}: {m}");
         assert!(m.starts_with(message), "{to:?}: {m}");
+    }
+
+    /// JSON has no infinity or NaN: YAML's are refused where they are written, not read as
+    /// an unset field; quoted, they are text.
+    #[test]
+    fn yaml_infinity_and_nan_are_refused_at_their_place() {
+        for value in [".inf", "-.inf", "+.INF", ".nan", ".NaN"] {
+            let to = format!("  max_running_requests: 128\n  mem_fraction_static: {value}\n");
+            assert_error(
+                "  max_running_requests: 128\n",
+                &to,
+                (19, 24),
+                "decode.mem_fraction_static",
+                &format!("`{value}` is a YAML infinity or NaN"),
+            );
+        }
+        let quoted = BASE.replacen("  path: m\n", "  path: m\n  served_name: '.inf'\n", 1);
+        assert_eq!(parse_deployment(&quoted, "f", Syntax::Yaml).unwrap().model.served_name.as_deref(), Some(".inf"));
     }
 
     /// Values serde reads but no deployment can use are refused where they are written.

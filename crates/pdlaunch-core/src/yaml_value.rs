@@ -82,6 +82,12 @@ pub fn plain_value(s: &str) -> Value {
     Value::String(s.to_owned())
 }
 
+/// True when YAML reads the plain scalar `s` as infinity or not-a-number, which JSON (and so
+/// [`plain_value`]) cannot hold.
+pub fn plain_is_non_finite(s: &str) -> bool {
+    !leading_zero_digits(s) && float(s).is_some_and(|f| !f.is_finite())
+}
+
 type Radix<T> = fn(&str, u32) -> Result<T, std::num::ParseIntError>;
 
 const PREFIXES: [(&str, u32); 3] = [("0x", 16), ("0o", 8), ("0b", 2)];
