@@ -527,4 +527,26 @@ mod tests {
         assert_eq!(text, bundle(&render(&plan(d), Format::Shell)));
         assert!(output_text(d, OutputTab::Yaml).unwrap().contains("page_size: 16"));
     }
+
+    /// Autosaved text is the user's own and may be anything: a document of the wrong shape
+    /// opens with its error shown, and edits and checks on it do not panic.
+    #[test]
+    fn a_saved_document_of_any_shape_opens_and_takes_edits() {
+        for saved in
+            ["42", "[]", "\"x\"", "null", "{\"shared\": 5}", "{\"prefill\": []}", "{\"decode\": {\"instances\": 3}}"]
+        {
+            let s = Rc::new(State::startup(None, Some(saved)));
+            assert!(s.parsed.is_err(), "{saved}");
+            let _ = s.name();
+            let s = s.reduce(set("shared.page_size", serde_json::json!(64)));
+            let s = s.reduce(set("decode.instances[0].nodes[0].host", serde_json::json!("h")));
+            let rev = s.rev;
+            let s = s.reduce(Action::ComputeFixes(rev));
+            for tab in OutputTab::ALL {
+                if let Ok(d) = &s.parsed {
+                    let _ = output_text(d, tab);
+                }
+            }
+        }
+    }
 }
