@@ -202,9 +202,15 @@ fn from_yaml(text: &str) -> Result<Deployment, SerdeFailure> {
     // boolean or null that the deserializer refuses is written again that way.
     let mut refill: Vec<(usize, Fill)> = Vec::new();
     let mut refused: Option<(usize, SerdeFailure)> = None;
+    // JSON has no infinity or NaN: the writer put null there, and an optional field would
+    // silently be left unset.
+    let accept = |d: Deployment, non_finite: Option<NonFinite>| match non_finite {
+        Some(NonFinite { path, at, text }) => Err(place(&path, at, format!("`{text}` {NON_FINITE}"))),
+        None => Ok(d),
+    };
     loop {
         let (lines, line, message) = match attempt(&doc, &refill) {
-            Ok(d) => match seq_read_as_struct(&doc, &to_value(&d)) {
+            Ok((d, non_finite)) => match seq_read_as_struct(&doc, &to_value(&d)) {
                 // serde_json fills a struct from an array of its fields; serde_yaml refuses that.
                 Some(at) => {
                     let mut probe = refill.clone();
@@ -214,18 +220,10 @@ fn from_yaml(text: &str) -> Result<Deployment, SerdeFailure> {
                             let expected = m.trim_start_matches("invalid type: string \"\", ");
                             return Err(place(&lines[l].path, at, format!("invalid type: sequence, {expected}")));
                         }
-                        _ => return Ok(d),
+                        _ => return accept(d, non_finite),
                     }
                 }
-                None => match non_finite(&doc, &mut Vec::new(), &refill) {
-                    // JSON has no infinity or NaN, so the value was written as null and an
-                    // optional field would silently be left unset.
-                    Some((path, at, text)) => {
-                        let message = format!("`{text}` {NON_FINITE}");
-                        return Err(place(&path, at, message));
-                    }
-                    None => return Ok(d),
-                },
+                None => return accept(d, non_finite),
             },
             Err(e) => e,
         };
@@ -277,33 +275,6 @@ fn from_yaml(text: &str) -> Result<Deployment, SerdeFailure> {
             }
         }
         return Err(failure);
-    }
-}
-
-/// The first plain scalar value (path, offset, text) that YAML reads as infinity or NaN, unless
-/// it was written again as text.
-fn non_finite(n: &Node, path: &mut Vec<Step>, refill: &[(usize, Fill)]) -> Option<(String, usize, String)> {
-    match n {
-        Node::Seq(s) => s.items.iter().enumerate().find_map(|(i, item)| {
-            path.push(Step::Index(i));
-            let found = non_finite(item, path, refill);
-            path.pop();
-            found
-        }),
-        Node::Map(m) => m.entries.iter().find_map(|(k, v)| {
-            path.push(Step::Key(k.text.to_string()));
-            let found = non_finite(v, path, refill);
-            path.pop();
-            found
-        }),
-        Node::Scalar(s)
-            if s.style == Style::Plain
-                && yaml_value::plain_is_non_finite(&s.text)
-                && !refill.contains(&(s.start, Fill::Text)) =>
-        {
-            Some((render_path(path), s.start, s.text.to_string()))
-        }
-        Node::Null(_) | Node::Scalar(_) => None,
     }
 }
 
@@ -405,10 +376,14 @@ pub fn to_value<T: serde::Serialize>(value: &T) -> Value {
 /// One deserialization of the document written as JSON: on failure, the lines of the text, the
 /// one the error is on, and the message.
 #[allow(clippy::type_complexity)]
-fn attempt(doc: &Node, refill: &[(usize, Fill)]) -> Result<Deployment, (Vec<Line>, Option<usize>, String)> {
-    let mut json = JsonOut { text: String::new(), lines: Vec::new(), refill };
+fn attempt(
+    doc: &Node,
+    refill: &[(usize, Fill)],
+) -> Result<(Deployment, Option<NonFinite>), (Vec<Line>, Option<usize>, String)> {
+    let mut json = JsonOut { text: String::new(), lines: Vec::new(), refill, non_finite: None };
     json.node(doc, &mut Vec::new(), None, None, true);
-    serde_json::from_str::<Deployment>(&json.text).map_err(|e| {
+    let non_finite = json.non_finite.take();
+    serde_json::from_str::<Deployment>(&json.text).map(|d| (d, non_finite)).map_err(|e| {
         let mut line = e.line().checked_sub(1).filter(|&l| l < json.lines.len());
         // An error of a field's own deserializer comes after its value; serde_json has gone on
         // to the closing bracket when the field was the last. Only a struct's own errors (a
@@ -455,6 +430,18 @@ struct JsonOut<'a> {
     lines: Vec<Line>,
     /// Plain scalars (by offset) to write otherwise.
     refill: &'a [(usize, Fill)],
+    /// The first plain scalar YAML reads as infinity or NaN, written as null.
+    non_finite: Option<NonFinite>,
+}
+
+/// A plain scalar YAML reads as infinity or NaN, which JSON cannot hold.
+struct NonFinite {
+    /// Its field path.
+    path: String,
+    /// Its source offset.
+    at: usize,
+    /// Its text (`.inf`).
+    text: String,
 }
 
 impl JsonOut<'_> {
@@ -519,6 +506,9 @@ impl JsonOut<'_> {
                 };
                 if plain.is_some() && fill.is_none() && !value.is_string() {
                     line.typed_plain = Some(plain == Some(""));
+                    if let Some(t) = plain.filter(|t| self.non_finite.is_none() && yaml_value::plain_is_non_finite(t)) {
+                        self.non_finite = Some(NonFinite { path: line.path.clone(), at, text: t.to_owned() });
+                    }
                 }
                 self.text.push_str(&value.to_string());
                 self.end_line(last);
