@@ -267,14 +267,19 @@ impl ServerView {
         self.int("speculative_eagle_topk").and_then(|v| u32::try_from(v).ok()).unwrap_or(1)
     }
 
+    /// A `--page-size` integer that is no page size: argparse takes any integer, but SGLang
+    /// divides by the page size, so only a positive one (that fits `u32`) is one. The effective
+    /// [`Self::page_size`] leaves it out of its arithmetic; PD016 reports it.
+    pub fn invalid_page_size(&self) -> Option<i64> {
+        self.int("page_size").filter(|&v| u32::try_from(v).map_or(true, |v| v == 0))
+    }
+
     /// The page size the KV pool will use (SGLang's `token_to_kv_pool.page_size`).
     pub fn page_size(&self, model: &ModelFacts) -> Resolved<u32> {
         let given = self.int("page_size");
-        // argparse takes any integer; SGLang divides by the page size, so only a positive one is
-        // a page size. Another value is reported and left out of the arithmetic.
         let explicit = given.and_then(|v| u32::try_from(v).ok()).filter(|&v| v > 0);
         let mut why = Vec::new();
-        if let (Some(v), None) = (given, explicit) {
+        if let Some(v) = self.invalid_page_size() {
             why.push(format!("`--page-size {v}` is not a positive integer"));
         }
         let mut page = explicit;

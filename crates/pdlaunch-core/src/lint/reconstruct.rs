@@ -15,15 +15,15 @@
 
 use serde_json::{json, Map, Value};
 
-/// The most nodes a reconstructed instance gets; larger `--nnodes` values are typos.
-const MAX_NODES: usize = 1024;
-
 use super::{Group, Linted};
 use crate::deployment::{Deployment, Role};
 use crate::effective::ServerView;
 use crate::flags::{self, Flag, Kind};
 use crate::plan::instance_addrs;
 use crate::spec::{ArgUse, ArgValue};
+
+/// The most nodes a reconstructed instance gets; larger `--nnodes` values are typos.
+const MAX_NODES: usize = 1024;
 
 /// A reconstructed deployment and what was changed or could not be expressed.
 #[derive(Clone, Debug)]

@@ -29,9 +29,9 @@ fn check(ctx: &Context) -> Vec<Finding> {
         if chunk.is_some_and(|c| c <= 0) {
             continue;
         }
-        // argparse takes any integer as the page size; the effective page size leaves such a
-        // value out, so it is reported here, where SGLang first divides by it.
-        if let Some(given) = p.int("page_size").filter(|&v| v <= 0) {
+        // The effective page size leaves out a value that is no page size; it is reported here,
+        // where SGLang first divides by it (a value past `u32` is at least positive).
+        if let Some(given) = p.invalid_page_size().filter(|&v| v <= 0) {
             let failure = if given == 0 {
                 "SGLang's startup check `chunked_prefill_size % page_size` divides by zero (ZeroDivisionError)"
             } else {
