@@ -162,6 +162,9 @@ pub struct Group {
     pub router_release: RouterRelease,
     /// What is known about the model.
     pub model: ModelFacts,
+    /// The built-in model those facts come from: the one asked for, else the one the model path
+    /// names.
+    pub preset: Option<&'static crate::model::Preset>,
     /// Its servers, prefill first.
     pub servers: Vec<ServerEntry>,
     /// Its router.
@@ -425,7 +428,7 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
         }
         // Model facts: a preset asked for, or one whose Hugging Face id is the model path.
         let model_path = members.first().map(|&s| model_of(&servers[s].1)).unwrap_or_default();
-        let found = preset.or_else(|| find_preset(&model_path));
+        let found = preset.or_else(|| crate::model::preset_for_path(&model_path));
         let model = match found {
             Some(p) => preset_facts(p),
             None => ModelFacts::default(),
@@ -471,7 +474,7 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
             }
         }
         let name = group_name(&entries, router.as_ref(), launches, files);
-        out.push(Group { name, release, router_release, model, servers: entries, router });
+        out.push(Group { name, release, router_release, model, preset: found, servers: entries, router });
     }
     out
 }
@@ -493,28 +496,6 @@ fn preset_facts(p: &'static crate::model::Preset) -> ModelFacts {
 
 fn bare_model(path: &str) -> crate::deployment::Model {
     crate::load::from_value(&serde_json::json!({ "path": path })).expect("a model with a path deserializes")
-}
-
-/// The built-in model whose Hugging Face id is `path` (or whose repository name ends it).
-fn find_preset(path: &str) -> Option<&'static crate::model::Preset> {
-    let p = path.trim_end_matches('/').to_ascii_lowercase();
-    if p.is_empty() {
-        return None;
-    }
-    // `p` is lowercase already, so comparing ignoring ASCII case is comparing with the lowercase id.
-    let is = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
-    // `p` ends with `/` followed by `tail`.
-    let ends_with_segment = |tail: &str| {
-        p.len() > tail.len()
-            && p.is_char_boundary(p.len() - tail.len())
-            && is(&p[p.len() - tail.len()..], tail)
-            && p.as_bytes()[p.len() - tail.len() - 1] == b'/'
-    };
-    crate::model::PRESETS.iter().find(|pr| {
-        let id = pr.hf_id;
-        let repo = id.rsplit('/').next().unwrap_or(id);
-        is(&p, id) || ends_with_segment(id) || ends_with_segment(repo) || is(&p, repo)
-    })
 }
 
 /// An empty view, left behind when a server's view moves into its group.

@@ -145,6 +145,10 @@ impl<'a> Builder<'a> {
             "prefill": {"instances": []},
             "decode": {"instances": []},
         });
+        // The built-in model the rules used, so that checking the deployment uses it too.
+        if let Some(p) = group.preset {
+            doc["model"]["preset"] = json!(p.name);
+        }
         let mut instances = Vec::new();
         for r in Role::BOTH {
             let mut seen: Vec<usize> = Vec::new();

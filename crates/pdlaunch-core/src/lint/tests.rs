@@ -251,6 +251,30 @@ fn reconstructs_the_deployment() {
     assert!(crate::rules::check(d).is_clean(), "{:#?}", crate::rules::check(d));
 }
 
+/// A model path naming a built-in model (here a checkpoint that shares DeepSeek-V3's
+/// `config.json`) gives the rules its geometry, and the reconstructed deployment names the
+/// preset, so that checking it finds what the lint found.
+#[test]
+fn a_recognised_model_path_carries_its_preset_into_the_deployment() {
+    let text = pd(" --tp-size 4", " --tp-size 3").replace("meta-llama/Llama-3.1-8B-Instruct", "/models/DeepSeek-R1/");
+    let l = run(&[("pd.sh", &text)]);
+    assert_eq!(l.groups[0].preset.map(|p| p.name), Some("deepseek-v3"));
+    // 128 attention heads do not divide over TP 3 (PD038), nor 4 by 3 (PD007).
+    assert_eq!(codes(&l), ["PD007", "PD038"], "{:#?}", l.findings);
+    let r = reconstruct::deployment(&l, 0).expect("reconstructs");
+    assert_eq!(r.deployment.model.preset.as_deref(), Some("deepseek-v3"));
+    assert_eq!(r.deployment.model.path, "/models/DeepSeek-R1/");
+    let checked = crate::rules::check(&r.deployment);
+    let checked: Vec<_> = checked.findings.iter().filter(|f| f.severity != Severity::Note).map(|f| f.code).collect();
+    assert_eq!(checked, codes(&l));
+
+    // An unknown model has no preset to carry.
+    let l = run(&[("pd.sh", &pd("", "").replace("meta-llama/Llama-3.1-8B-Instruct", "acme/house-model"))]);
+    assert!(l.groups[0].preset.is_none());
+    let r = reconstruct::deployment(&l, 0).expect("reconstructs");
+    assert_eq!(r.deployment.model.preset, None);
+}
+
 #[test]
 fn leader_worker_sets_and_dynamo_graphs_are_read() {
     let lws = "apiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nmetadata: {name: dsv3-decode}\nspec:\n  leaderWorkerTemplate:\n    size: 2\n    leaderTemplate:\n      spec:\n        containers:\n        - name: leader\n          command: [python3, -m, sglang.launch_server, --model-path, m, --disaggregation-mode, decode,\n            --dist-init-addr, $(LWS_LEADER_ADDRESS):5000, --nnodes, \"2\", --node-rank, \"0\", --tp-size, \"2\", --page-size, \"64\", --port, \"30001\"]\n    workerTemplate:\n      spec:\n        containers:\n        - name: worker\n          command: [python3, -m, sglang.launch_server, --model-path, m, --disaggregation-mode, decode,\n            --dist-init-addr, $(LWS_LEADER_ADDRESS):5000, --nnodes, \"2\", --node-rank, \"1\", --tp-size, \"2\", --page-size, \"64\", --port, \"30001\"]\n";

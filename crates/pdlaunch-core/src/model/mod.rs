@@ -10,7 +10,7 @@ mod presets;
 
 pub use config::{apply_hf_quant_config, geometry_from_config_json, read_config_json, ModelConfig, ModelConfigError};
 pub use kv::{kv_bytes_per_token, layers_on_rank, KvBytes, KvElement};
-pub use presets::{preset, Preset, PRESETS, PRESET_NAMES};
+pub use presets::{preset, preset_for_path, Preset, PRESETS, PRESET_NAMES};
 
 use serde::{Deserialize, Deserializer};
 

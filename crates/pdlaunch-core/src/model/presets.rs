@@ -18,6 +18,9 @@ pub struct Preset {
     pub name: &'static str,
     /// The Hugging Face id of the checkpoint.
     pub hf_id: &'static str,
+    /// Other checkpoints published with the same `config.json` values (revisions and fine-tunes
+    /// of the same architecture), which the linter also recognises by their model path.
+    pub also: &'static [&'static str],
     /// One line describing it.
     pub summary: &'static str,
 }
@@ -49,12 +52,38 @@ pub fn preset(name: &str) -> Option<&'static Preset> {
     PRESETS.iter().find(|p| p.name == name)
 }
 
+/// The preset whose checkpoint a `--model-path` names: its Hugging Face id or one of its
+/// [`Preset::also`] ids, or a path ending with one of them or with the id's repository name
+/// (`/models/DeepSeek-V3`), ignoring ASCII case.
+pub fn preset_for_path(path: &str) -> Option<&'static Preset> {
+    let p = path.trim_end_matches('/');
+    if p.is_empty() {
+        return None;
+    }
+    // `p` is `tail`, or ends with `/` followed by `tail`.
+    let names = |tail: &str| {
+        let Some(head) = p.len().checked_sub(tail.len()) else { return false };
+        p.is_char_boundary(head)
+            && p[head..].eq_ignore_ascii_case(tail)
+            && (head == 0 || p.as_bytes()[head - 1] == b'/')
+    };
+    PRESETS
+        .iter()
+        .find(|pr| std::iter::once(pr.hf_id).chain(pr.also.iter().copied()).any(|id| names(id) || names(repo_name(id))))
+}
+
+/// The repository name of a Hugging Face id (`DeepSeek-V3` of `deepseek-ai/DeepSeek-V3`).
+fn repo_name(id: &str) -> &str {
+    id.rsplit('/').next().unwrap_or(id)
+}
+
 /// Declares the presets from one list: [`PRESETS`], [`PRESET_NAMES`] and their `config.json`
 /// texts (kept apart from [`PRESETS`] so that code that never reads them leaves them out).
 macro_rules! presets {
-    ($($name:literal => $hf_id:literal, $summary:literal;)+) => {
+    ($($name:literal => $hf_id:literal $(| $also:literal)*, $summary:literal;)+) => {
         /// Every preset.
-        pub static PRESETS: &[Preset] = &[$(Preset { name: $name, hf_id: $hf_id, summary: $summary },)+];
+        pub static PRESETS: &[Preset] =
+            &[$(Preset { name: $name, hf_id: $hf_id, also: &[$($also),*], summary: $summary },)+];
         /// Every preset name, in the order of [`PRESETS`] (serde's error lists them).
         pub const PRESET_NAMES: &[&str] = &[$($name),+];
         /// The `config.json` text of the preset with this name.
@@ -76,7 +105,10 @@ presets! {
         "Qwen3 32B (dense): GQA, 64 layers, 8 KV heads";
     "qwen3-235b-a22b-instruct-2507" => "Qwen/Qwen3-235B-A22B-Instruct-2507",
         "Qwen3 235B-A22B (MoE, 128 experts): GQA, 94 layers, 4 KV heads";
-    "deepseek-v3" => "deepseek-ai/DeepSeek-V3",
+    // DeepSeek-R1 and the later V3 revisions are trained from DeepSeek-V3-Base and keep its
+    // `config.json` (DeepseekV3ForCausalLM, 61 layers, MLA rank 512, 256 experts, FP8 blocks).
+    "deepseek-v3" => "deepseek-ai/DeepSeek-V3" | "deepseek-ai/DeepSeek-V3-Base" | "deepseek-ai/DeepSeek-V3-0324"
+            | "deepseek-ai/DeepSeek-R1" | "deepseek-ai/DeepSeek-R1-Zero" | "deepseek-ai/DeepSeek-R1-0528",
         "DeepSeek-V3 (MoE, FP8 weights): MLA, 61 layers";
     "deepseek-v3.2" => "deepseek-ai/DeepSeek-V3.2",
         "DeepSeek-V3.2 (sparse attention, FP8 weights): MLA + DSA, 61 layers";
@@ -113,6 +145,32 @@ mod tests {
         }
         assert_eq!(preset("qwen3-32b").unwrap().hf_id, "Qwen/Qwen3-32B");
         assert!(preset("llama-4").is_none());
+    }
+
+    #[test]
+    fn model_paths_name_their_preset() {
+        let name = |path: &str| preset_for_path(path).map(|p| p.name);
+        assert_eq!(name("deepseek-ai/DeepSeek-V3"), Some("deepseek-v3"));
+        assert_eq!(name("deepseek-ai/DeepSeek-R1-0528"), Some("deepseek-v3"));
+        assert_eq!(name("/data/models/deepseek-r1/"), Some("deepseek-v3"));
+        assert_eq!(name("DeepSeek-V3-0324"), Some("deepseek-v3"));
+        assert_eq!(name("deepseek-ai/DeepSeek-V3.2"), Some("deepseek-v3.2"));
+        assert_eq!(name("/hf/hub/Qwen/Qwen3-32B"), Some("qwen3-32b"));
+        // Another model whose name merely starts or ends like a preset's.
+        assert_eq!(name("deepseek-ai/DeepSeek-R1-Distill-Llama-8B"), None);
+        assert_eq!(name("/models/MyDeepSeek-V3"), None);
+        assert_eq!(name("nvidia/Qwen3-32B-NVFP4"), None);
+        assert_eq!(name(""), None);
+        assert_eq!(name("/"), None);
+        assert_eq!(name("é/DeepSeek-V3é"), None);
+        // Every id and repository name names its own preset, never another's.
+        for p in PRESETS {
+            for id in std::iter::once(p.hf_id).chain(p.also.iter().copied()) {
+                assert_eq!(name(id), Some(p.name), "{id}");
+                assert_eq!(name(repo_name(id)), Some(p.name), "{id}");
+                assert_eq!(name(&id.to_uppercase()), Some(p.name), "{id}");
+            }
+        }
     }
 
     #[test]
