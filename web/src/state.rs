@@ -293,7 +293,8 @@ impl State {
         self.checked_rev = self.rev;
     }
 
-    /// Asks the core for a one-click fix of each error and warning.
+    /// Asks the core for a one-click fix of each error and warning, and of each note that
+    /// suggests a value (a skipped rule naming the preset that `model.path` names).
     fn compute_fixes(&mut self) {
         let Ok(d) = &self.parsed else { return };
         let before = Report { findings: self.diagnostics.iter().map(|d| d.finding.clone()).collect() };
@@ -301,7 +302,7 @@ impl State {
             self.diagnostics
                 .iter()
                 .map(|diag| {
-                    let fix = (diag.finding.severity != Severity::Note)
+                    let fix = (diag.finding.severity != Severity::Note || diag.finding.suggestion.is_some())
                         .then(|| fix::fix_in(d, &before, &diag.finding))
                         .flatten()
                         .map(Rc::new);
@@ -468,6 +469,25 @@ mod tests {
         assert!(!codes(&fixed).contains(&"PD001"));
         let undone = fixed.reduce(Action::Undo);
         assert!(codes(&undone).contains(&"PD001"));
+    }
+
+    /// Without a geometry, the notes of skipped rules offer the preset the model path names.
+    #[test]
+    fn a_known_model_path_offers_its_preset_in_one_click() {
+        let s = start()
+            .reduce(Action::Preset("deepseek-v3-dp-deepep".into()))
+            .reduce(Action::Set { path: "model.geometry".into(), value: None })
+            .reduce(set("model.path", "deepseek-ai/DeepSeek-R1-0528".into()));
+        let rev = s.rev;
+        let s = s.reduce(Action::ComputeFixes(rev));
+        let d =
+            s.diagnostics.iter().find(|d| d.finding.suggestion.is_some()).expect("a note with a suggestion").clone();
+        assert_eq!(d.finding.severity, Severity::Note);
+        assert!(d.concerns("model.preset"));
+        assert_eq!(d.fix.as_ref().map(|f| f.title.as_str()), Some("Set model.preset to deepseek-v3"));
+        let fixed = s.reduce(Action::ApplyFix(d.index));
+        assert_eq!(fixed.doc["model"]["preset"], "deepseek-v3");
+        assert!(fixed.diagnostics.iter().all(|d| d.finding.suggestion.is_none()), "{:?}", codes(&fixed));
     }
 
     #[test]

@@ -1,11 +1,12 @@
 //! One-click fixes: a concrete edit of the deployment that makes a finding go away.
 //!
-//! The edits are generic and read only the places a finding points at (its locations' field
-//! paths): remove an option (with its values) from a side's or the router's `extra_args`, give a
-//! per-side field the other side's value, or reset a field to its default. Each candidate is
-//! checked by running the validator again; the first one that removes the finding without adding
-//! an error is the fix. Rules need no code of their own for this, and a fix never claims more
-//! than the validator confirms.
+//! A rule that knows the right value suggests it ([`Finding::suggest`]); that edit is tried
+//! first. The other edits are generic and read only the places a finding points at (its
+//! locations' field paths): remove an option (with its values) from a side's or the router's
+//! `extra_args`, give a per-side field the other side's value, or reset a field to its default.
+//! Each candidate is checked by running the validator again; the first one that removes the
+//! finding without adding an error is the fix. Most rules need no code of their own for this,
+//! and a fix never claims more than the validator confirms.
 
 use serde_json::Value;
 
@@ -58,7 +59,14 @@ fn candidates(d: &Deployment, finding: &Finding) -> Vec<Fix> {
         }
     }
     let mut out = Vec::new();
-    // Removing an override is the most specific edit, so those come first.
+    // A value the rule itself suggests comes first.
+    if let Some(s) = &finding.suggestion {
+        let mut v = doc.clone();
+        if set(&mut v, &s.path, Some(s.value.clone())) {
+            push(&mut out, format!("Set {} to {}", s.path, short(&s.value)), &s.path, v);
+        }
+    }
+    // Removing an override is the most specific edit, so those come next.
     for path in &paths {
         if let Some(fix) = remove_extra_arg(d, &doc, path) {
             out.push(fix);
@@ -320,5 +328,35 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The notes of rules skipped for want of the geometry suggest the preset that `model.path`
+    /// names, and one click sets it.
+    #[test]
+    fn a_model_path_naming_a_preset_is_offered_as_the_preset() {
+        let mut d = example("deepseek-v3-dp-deepep").expect("example exists");
+        d.model.geometry = None;
+        d.model.path = "deepseek-ai/DeepSeek-R1".into();
+        let report = check(&d);
+        let skipped: Vec<&Finding> =
+            report.findings.iter().filter(|f| f.message.contains("geometry unknown")).collect();
+        assert!(skipped.len() >= 2, "{:#?}", report.findings);
+        for f in &skipped {
+            let s = f.suggestion.as_ref().expect("a suggestion");
+            assert_eq!((s.path.as_str(), &s.value), ("model.preset", &Value::from("deepseek-v3")));
+            assert_eq!(f.fix, "set `model.preset` to `deepseek-v3`, the built-in model that `model.path` names");
+            assert!(f.locations.iter().any(|l| l.origin == Origin::Field { path: "model.preset".into() }));
+        }
+        let fixed = fix(&d, skipped[0]).expect("a fix");
+        assert_eq!(fixed.title, "Set model.preset to deepseek-v3");
+        assert_eq!(fixed.deployment.model.preset.as_deref(), Some("deepseek-v3"));
+        assert!(!check(&fixed.deployment).findings.iter().any(|f| f.message.contains("geometry unknown")));
+
+        // A path that names no built-in model keeps the general advice.
+        d.model.path = "acme/house-model".into();
+        let report = check(&d);
+        let f = report.findings.iter().find(|f| f.message.contains("geometry unknown")).expect("a skipped rule");
+        assert_eq!(f.suggestion, None);
+        assert!(f.fix.contains("`model.geometry`"), "{}", f.fix);
     }
 }

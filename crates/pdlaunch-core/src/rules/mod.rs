@@ -193,6 +193,18 @@ pub struct Finding {
     pub sglang_error: Option<&'static str>,
     /// The places concerned.
     pub locations: Vec<Location>,
+    /// A value the rule knows would resolve the finding, for the one-click fix to try first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suggestion: Option<Suggestion>,
+}
+
+/// A deployment field and the value a rule suggests for it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Suggestion {
+    /// The field path (`model.preset`).
+    pub path: String,
+    /// The value to set.
+    pub value: serde_json::Value,
 }
 
 impl Finding {
@@ -206,6 +218,7 @@ impl Finding {
             fix: fix.into(),
             sglang_error: rule.sglang_errors.first().copied(),
             locations: Vec::new(),
+            suggestion: None,
         }
     }
     /// Overrides the severity.
@@ -225,6 +238,27 @@ impl Finding {
     pub fn at_origin(mut self, process: impl Into<String>, flag: Option<&str>, origin: Origin) -> Finding {
         self.locations.push(Location { process: process.into(), flag: flag.map(str::to_owned), origin });
         self
+    }
+    /// Suggests `value` for the deployment field `path`, and points at the field.
+    pub fn suggest(mut self, path: &str, value: impl Into<serde_json::Value>) -> Finding {
+        let origin = Origin::Field { path: path.into() };
+        if !self.locations.iter().any(|l| l.origin == origin) {
+            self = self.at_origin(path.split('.').next().unwrap_or(path), None, origin);
+        }
+        self.suggestion = Some(Suggestion { path: path.into(), value: value.into() });
+        self
+    }
+    /// For a note that a rule skipped for want of the model's geometry: when the deployment's
+    /// `model.path` names a built-in model and neither `model.geometry` nor `model.preset` is set,
+    /// the fix names that preset and suggests it.
+    pub fn or_preset(mut self, ctx: &Context) -> Finding {
+        let Some(m) = ctx.deployment.map(|d| &d.model) else { return self };
+        if m.geometry.is_some() || m.preset.is_some() {
+            return self;
+        }
+        let Some(p) = crate::model::preset_for_path(&m.path) else { return self };
+        self.fix = format!("set `model.preset` to `{}`, the built-in model that `model.path` names", p.name);
+        self.suggest("model.preset", p.name)
     }
 }
 

@@ -49,7 +49,8 @@ fn check(ctx: &Context) -> Vec<Finding> {
                     "{sizes}; model geometry unknown, rule skipped (non-MLA models need {STAGING}=1 on both sides)"
                 );
                 let fix = "set `model.geometry` (at least `attention`) so that pdlaunch can tell MLA from MHA/GQA";
-                out.push(Finding::new(&RULE, message, fix).severity(Severity::Note).at(p, "tp_size").at(d, "tp_size"));
+                let f = Finding::new(&RULE, message, fix).severity(Severity::Note).at(p, "tp_size").at(d, "tp_size");
+                out.push(f.or_preset(ctx));
             }
             Some(kind) => {
                 let kind = if kind == AttentionKind::Mha { "MHA" } else { "GQA" };

@@ -46,7 +46,6 @@ fn finding(i: usize, message: String, fix: impl Into<String>) -> Finding {
 
 fn check(ctx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
-    let mla = ctx.model.attention().map(|k| k == AttentionKind::Mla);
     for (p, d) in ctx.pairs() {
         let (pd, dd) = (p.size("dcp_size"), d.size("dcp_size"));
         // 1 -> N is the relayout path; its MLA requirement is the decode-side check below.
@@ -69,14 +68,15 @@ fn check(ctx: &Context) -> Vec<Finding> {
     for d in ctx.heads(Role::Decode) {
         let dd = d.size("dcp_size");
         if dd > 1 {
-            decode_checks(d, dd, mla, &mut out);
+            decode_checks(ctx, d, dd, &mut out);
         }
     }
     out
 }
 
 /// The checks a DCP > 1 decode makes on its own (startup) and against the KV pool kind.
-fn decode_checks(d: &ServerView, dd: u32, mla: Option<bool>, out: &mut Vec<Finding>) {
+fn decode_checks(ctx: &Context, d: &ServerView, dd: u32, out: &mut Vec<Finding>) {
+    let mla = ctx.model.attention().map(|k| k == AttentionKind::Mla);
     let at = |dest: &str, fallback: &str| d.origin(dest).map_or_else(|| fallback.to_owned(), ToString::to_string);
     match mla {
         Some(true) => {}
@@ -91,7 +91,7 @@ fn decode_checks(d: &ServerView, dd: u32, mla: Option<bool>, out: &mut Vec<Findi
                 d.label
             );
             let fix = "set `model.geometry.attention` so that pdlaunch can check the MLA requirement";
-            out.push(finding(1, message, fix).severity(Severity::Note).at(d, "dcp_size"));
+            out.push(finding(1, message, fix).severity(Severity::Note).at(d, "dcp_size").or_preset(ctx));
         }
     }
     let backend = d.value("disaggregation_transfer_backend").unwrap_or_default();

@@ -42,7 +42,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
         );
         let fix = "set `model.preset` or `model.geometry` (with `attention_heads` and `kv_heads`), or pass \
             `--model-config config.json`";
-        return vec![Finding::new(&RULE, message, fix).severity(Severity::Note)];
+        return vec![Finding::new(&RULE, message, fix).severity(Severity::Note).or_preset(ctx)];
     };
     let heads = g.attention_heads.expect("filtered");
     let kv = if g.attention == AttentionKind::Mla { None } else { g.kv_heads };

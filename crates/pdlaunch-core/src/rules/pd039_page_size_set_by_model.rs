@@ -28,7 +28,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
         let message = "model geometry unknown, rule skipped (SGLang forces the page size for DSA models to 64 and \
             for DeepSeek-V4 to 256)";
         let fix = "set `model.preset`, `model.geometry.architecture`, or pass `--model-config config.json`";
-        return vec![Finding::new(&RULE, message, fix).severity(Severity::Note)];
+        return vec![Finding::new(&RULE, message, fix).severity(Severity::Note).or_preset(ctx)];
     };
     let Some((forced, reason)) = ctx.model.forced_page_size() else { return Vec::new() };
     let groups = group(&ctx.servers, |s| {
@@ -41,7 +41,12 @@ fn check(ctx: &Context) -> Vec<Finding> {
             let message =
                 format!("{} render --page-size {explicit}, but SGLang forces {forced} for {reason}", labels(&servers));
             let fix = format!("set `shared.page_size` to {forced} (the value {arch} runs with)");
-            servers.iter().fold(Finding::new(&RULE, message, fix), |f, s| f.at(s, "page_size"))
+            let f = servers.iter().fold(Finding::new(&RULE, message, fix), |f, s| f.at(s, "page_size"));
+            if ctx.deployment.is_some() {
+                f.suggest("shared.page_size", forced)
+            } else {
+                f
+            }
         })
         .collect()
 }
@@ -76,6 +81,9 @@ mod tests {
         );
         assert!(f[0].message.starts_with("prefill[0] node 0, prefill[0] node 1, decode[0] node 0"), "{}", f[0].message);
         assert_eq!(f[0].fix, "set `shared.page_size` to 64 (the value GlmMoeDsaForCausalLM runs with)");
+        let fixed = crate::fix::fix(&d, &f[0]).expect("a one-click fix");
+        assert_eq!(fixed.title, "Set shared.page_size to 64");
+        assert!(findings(&fixed.deployment, "PD039").is_empty());
         // Both sides agree on the forced value: no mismatch.
         assert!(findings(&d, "PD001").is_empty());
     }

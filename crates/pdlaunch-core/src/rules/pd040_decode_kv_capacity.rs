@@ -146,7 +146,12 @@ fn check(ctx: &Context) -> Vec<Finding> {
                 let message = format!("{}: {why} (decode KV capacity estimate)", labels(&servers));
                 let fix = "give the model (`model.preset`, `model.geometry` or `--model-config config.json`), the \
                     decode GPU and the context length";
-                Finding::new(&RULE, message, fix).severity(Severity::Note)
+                let f = Finding::new(&RULE, message, fix).severity(Severity::Note);
+                if ctx.model.geometry.is_none() {
+                    f.or_preset(ctx)
+                } else {
+                    f
+                }
             }
             Outcome::Short(message, fix) => {
                 servers.iter().fold(Finding::new(&RULE, format!("{}: {message}", labels(&servers)), fix), |f, s| {
