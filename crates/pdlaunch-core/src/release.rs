@@ -57,7 +57,7 @@ impl Release {
         Self::NAMES[self as usize]
     }
 
-    /// Bit of this release in a [`crate::flags::Releases`] mask.
+    /// Bit of this release in a release mask ([`crate::flags::Flag::releases`]).
     pub const fn bit(self) -> u8 {
         1 << (self as u8)
     }
