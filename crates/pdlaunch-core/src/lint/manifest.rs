@@ -121,7 +121,18 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
                     "routerConfig" => around.hints.push("router".to_owned()),
                     other => push_hint(&mut around.hints, other),
                 }
-                walk(v, file, dialect, around, out, depth + 1);
+                match lws_ranks(node, &k.text) {
+                    Some((size, ranks)) => {
+                        for rank in ranks {
+                            let env_len = around.env.len();
+                            around.env.push(("LWS_GROUP_SIZE".to_owned(), size.to_string()));
+                            around.env.push(("LWS_WORKER_INDEX".to_owned(), rank.to_string()));
+                            walk(v, file, dialect, around, out, depth + 1);
+                            around.env.truncate(env_len);
+                        }
+                    }
+                    None => walk(v, file, dialect, around, out, depth + 1),
+                }
                 around.hints.truncate(before);
             }
             around.hints.truncate(saved.0);
@@ -134,6 +145,31 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
         }
         _ => {}
     }
+}
+
+/// The most pods of one LeaderWorkerSet group read (the linter makes at most this many nodes of
+/// an instance anyway).
+const MAX_LWS_GROUP: u32 = 64;
+
+/// For the `leaderTemplate` or `workerTemplate` of a LeaderWorkerSet's `leaderWorkerTemplate`
+/// (`node`): the group size and the worker indices of the pods the template starts. LWS gives each
+/// container `LWS_GROUP_SIZE` and `LWS_WORKER_INDEX` (SGLang's LWS guide also maps the latter
+/// from the pod's worker-index label), which SGLang's `--nnodes` and `--node-rank` read. The
+/// leader is index 0; without a `leaderTemplate`, the worker template starts the leader too.
+fn lws_ranks(node: &Node, key: &str) -> Option<(u32, std::ops::Range<u32>)> {
+    if !matches!(key, "leaderTemplate" | "workerTemplate") || node.get("workerTemplate").is_none() {
+        return None;
+    }
+    let size = match node.get("size") {
+        None => 1,
+        Some(n) => n.str()?.trim().parse::<u32>().ok().filter(|s| *s >= 1)?,
+    };
+    let first = match key {
+        "leaderTemplate" => return Some((size, 0..1)),
+        _ if node.get("leaderTemplate").is_some() => 1,
+        _ => 0,
+    };
+    Some((size, first..size.min(MAX_LWS_GROUP)))
 }
 
 /// Keeps a name as a role hint when it names a role (lowercase).
@@ -375,6 +411,35 @@ mod tests {
         assert!(l[0].hints.iter().any(|h| h == "decode"));
         assert_eq!(l[0].gpu, Some(crate::deployment::Gpu::H200));
         assert_eq!(l[0].release, Some(crate::release::Release::V0_5_6));
+    }
+
+    #[test]
+    fn leader_worker_set_pods_get_their_group_size_and_index() {
+        let template = |rank: &str| {
+            format!(
+                "      spec:\n        containers:\n        - command: [python3, -m, sglang.launch_server, --nnodes, \
+                 $(LWS_GROUP_SIZE), --node-rank, {rank}]\n"
+            )
+        };
+        let head = "apiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nspec:\n  leaderWorkerTemplate:\n";
+        let ranks = |text: &str| -> Vec<String> {
+            scan(text).iter().map(|l| format!("{} {}", l.args[1].text, l.args[3].text)).collect()
+        };
+        let both = format!(
+            "{head}    size: 3\n    leaderTemplate:\n{}    workerTemplate:\n{}",
+            template("$(LWS_WORKER_INDEX)"),
+            template("$(LWS_WORKER_INDEX)")
+        );
+        assert_eq!(ranks(&both), ["3 0", "3 1", "3 2"]);
+        let workers_only = format!("{head}    size: 2\n    workerTemplate:\n{}", template("$(LWS_WORKER_INDEX)"));
+        assert_eq!(ranks(&workers_only), ["2 0", "2 1"]);
+        // A container's own literal value wins; a size that is no number leaves the names unknown.
+        let own = format!("{head}    size: 2\n    workerTemplate:\n{}", template("\"7\""));
+        assert_eq!(ranks(&own), ["2 7", "2 7"]);
+        let odd = format!("{head}    size: two\n    workerTemplate:\n{}", template("$(LWS_WORKER_INDEX)"));
+        assert_eq!(ranks(&odd), ["$(LWS_GROUP_SIZE) $(LWS_WORKER_INDEX)"]);
+        let huge = format!("{head}    size: 100000\n    workerTemplate:\n{}", template("$(LWS_WORKER_INDEX)"));
+        assert_eq!(scan(&huge).len(), MAX_LWS_GROUP as usize);
     }
 
     #[test]

@@ -288,6 +288,72 @@ fn leader_worker_sets_and_dynamo_graphs_are_read() {
     assert_eq!(codes(&l), ["PD001"], "{:#?}", l.findings);
 }
 
+/// SGLang's LeaderWorkerSet guide: one command per template, with `--nnodes $(LWS_GROUP_SIZE)`
+/// and `--node-rank $(LWS_WORKER_INDEX)`; the leader alone sets `--host` and `--port`, and a
+/// Service per role names the leaders for the router.
+fn lws(role: &str, size: u32, leader: bool, extra: &str) -> String {
+    let command = |rank0: bool| {
+        let serve = if rank0 { "--port, \"30000\", --host, 0.0.0.0, " } else { "" };
+        format!(
+            "        containers:\n        - name: sglang\n          image: lmsysorg/sglang:v0.5.6.post2\n          \
+             command: [python3, -m, sglang.launch_server, {serve}--model-path, /work/models, \
+             --disaggregation-mode, {role}, --tp, \"16\", --page-size, \"64\", \
+             --dist-init-addr, $(LWS_LEADER_ADDRESS):20102, --nnodes, $(LWS_GROUP_SIZE), \
+             --node-rank, $(LWS_WORKER_INDEX){extra}]\n          \
+             env:\n          - name: LWS_WORKER_INDEX\n            valueFrom:\n              fieldRef:\n                \
+             fieldPath: metadata.labels['leaderworkerset.sigs.k8s.io/worker-index']\n"
+        )
+    };
+    let leader_template =
+        if leader { format!("    leaderTemplate:\n      spec:\n{}", command(true)) } else { String::new() };
+    format!(
+        "apiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nmetadata:\n  name: r1-{role}\nspec:\n  \
+         leaderWorkerTemplate:\n    size: {size}\n{leader_template}    workerTemplate:\n      spec:\n{}",
+        command(!leader)
+    )
+}
+
+const LWS_ROUTER: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: r1-lb\nspec:\n  template:\n    \
+    spec:\n      containers:\n      - name: lb\n        command: [python, -m, sglang_router.launch_router, \
+    --pd-disaggregation, --prefill, http://r1-prefill:30000, --decode, http://r1-decode:30000, --port, \"8000\"]\n";
+
+/// Each pod of a LeaderWorkerSet group is one node of one instance: the leader rank 0, the
+/// workers the ranks after it, `--nnodes` the group size.
+#[test]
+fn leader_worker_sets_start_one_node_per_pod() {
+    for size in [2u32, 4] {
+        let p = lws("prefill", size, true, "");
+        let d = lws("decode", size, true, "");
+        let l = run(&[("p.yaml", &p), ("d.yaml", &d), ("lb.yaml", LWS_ROUTER)]);
+        assert_eq!(l.groups.len(), 1);
+        assert_eq!(l.launches.len(), 2 * size as usize + 1, "{:?}", l.launches);
+        assert!(codes(&l).is_empty(), "size {size}: {:#?}", l.findings);
+        let r = reconstruct::deployment(&l, 0).expect("reconstructs");
+        for side in [&r.deployment.prefill, &r.deployment.decode] {
+            assert_eq!(side.instances.len(), 1, "size {size}: {:?}", r.notes);
+            assert_eq!(side.instances[0].nodes.len(), size as usize, "size {size}: {:?}", r.notes);
+        }
+    }
+    // Without a leader template the worker template starts the leader too.
+    let p = lws("prefill", 2, false, "");
+    let l = run(&[("p.yaml", &p), ("d.yaml", &lws("decode", 2, true, "")), ("lb.yaml", LWS_ROUTER)]);
+    let ranks: Vec<usize> =
+        l.groups[0].servers.iter().filter(|s| s.view.label.starts_with("prefill")).map(|s| s.view.node).collect();
+    assert_eq!(ranks, [0, 1]);
+    assert!(codes(&l).is_empty(), "{:#?}", l.findings);
+    // The worker template stands for every worker pod: its repeated flag is found on each.
+    let p = lws("prefill", 4, true, ", --page-size, \"64\"");
+    let l = run(&[("p.yaml", &p), ("d.yaml", &lws("decode", 4, true, "")), ("lb.yaml", LWS_ROUTER)]);
+    for node in 1..4 {
+        let label = format!("prefill[0] node {node} (p.yaml:24)");
+        assert!(
+            l.findings.iter().any(|f| f.finding.code == "PD041" && f.finding.message.contains(&label)),
+            "{label}: {:#?}",
+            l.findings
+        );
+    }
+}
+
 /// Two 2-node prefills whose rank-0 nodes rendezvous at the same `--dist-init-addr` (found by
 /// `proptests::round_trip`): each rank appears twice, so they are two instances, and PD019
 /// names both; the reconstruction keeps both, each with its own port.
