@@ -185,6 +185,7 @@ fn edits_for(f: &LintFinding, group: &Group, files: &[SourceFile]) -> Vec<Edit> 
             Some(v)
         }
         "PD041" => repeated(f, group, files),
+        "PD046" => node_args(f, group, files),
         "PD042" => server(0).and_then(|s| config_equals(s, files)),
         _ => None,
     };
@@ -192,6 +193,23 @@ fn edits_for(f: &LintFinding, group: &Group, files: &[SourceFile]) -> Vec<Edit> 
         Some(e) if shared_ok(&e) => e,
         _ => Vec::new(),
     }
+}
+
+/// Gives the other nodes of a multi-node server the values of node 0 (the finding's first
+/// location) for the options the finding names; all of them, or none.
+fn node_args(f: &LintFinding, group: &Group, files: &[SourceFile]) -> Option<Vec<Edit>> {
+    let head = group.server(&f.finding.locations.first()?.process)?;
+    let mut out: Vec<Edit> = Vec::new();
+    for l in f.finding.locations.iter().filter(|l| l.process != head.view.label) {
+        let node = group.server(&l.process)?;
+        let dest = node.view.spec().resolve(l.flag.as_deref()?).ok()?.dest.clone();
+        for e in match_value(head, node, &dest, files)? {
+            if !out.contains(&e) {
+                out.push(e);
+            }
+        }
+    }
+    Some(out)
 }
 
 /// True when the edited word also feeds another server (a shared variable or config file).

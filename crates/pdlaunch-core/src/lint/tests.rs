@@ -354,6 +354,60 @@ fn leader_worker_sets_start_one_node_per_pod() {
     }
 }
 
+/// A two-node prefill written out node by node, whose node 1 copy kept an old page size and
+/// context length: PD046 names both options, and the fix gives node 1 the values of node 0. The
+/// options that name the node itself may differ.
+#[test]
+fn nodes_of_one_server_must_share_their_arguments() {
+    let node = |rank: u32, host: &str, own: &str| {
+        format!(
+            "python -m sglang.launch_server --model-path m --disaggregation-mode prefill --tp-size 16 \
+             --dist-init-addr 10.0.0.1:5000 --nnodes 2 --node-rank {rank} --host {host} --port 30000 \
+             --disaggregation-ib-device mlx5_{rank}{own} &\n"
+        )
+    };
+    let decode = "python -m sglang.launch_server --model-path m --disaggregation-mode decode --tp-size 16 \
+        --dist-init-addr 10.0.0.3:5000 --nnodes 2 --node-rank 0 --host 10.0.0.3 --port 30000 --page-size 64 --context-length 8192 &\n\
+        python -m sglang.launch_server --model-path m --disaggregation-mode decode --tp-size 16 \
+        --dist-init-addr 10.0.0.3:5000 --nnodes 2 --node-rank 1 --host 10.0.0.4 --base-gpu-id 0 --page-size 64 --context-length 8192 &\n";
+    let text = [
+        node(0, "10.0.0.1", " --page-size 64 --context-length 8192"),
+        node(1, "10.0.0.2", " --page-size 16"),
+        decode.to_owned(),
+    ]
+    .concat();
+    let l = run(&[("pd.sh", &text)]);
+    assert_eq!(codes(&l), ["PD046"], "{:#?}", l.findings);
+    let f = &l.findings[0].finding;
+    assert_eq!(
+        f.message,
+        "prefill[0] node 1 (pd.sh:2) starts with other arguments than prefill[0] node 0 (pd.sh:1): \
+         --page-size `16` (node 0: `64`), --context-length unset (node 0: `8192`)"
+    );
+    let after = fixed(&[("pd.sh", &text)]);
+    assert!(after[0].lines().nth(1).unwrap().ends_with("--page-size 64 --context-length 8192 &"), "{}", after[0]);
+    assert!(codes(&run(&[("pd.sh", &after[0])])).is_empty());
+
+    // One worker template stands for nodes 1 to 3: one finding names them all.
+    let p = lws("prefill", 4, true, "").replacen(
+        "--page-size, \"64\"",
+        "--page-size, \"64\", --context-length, \"4096\"",
+        1,
+    );
+    let l = run(&[("p.yaml", &p), ("d.yaml", &lws("decode", 4, true, "")), ("lb.yaml", LWS_ROUTER)]);
+    let f: Vec<_> = l.findings.iter().filter(|f| f.finding.code == "PD046").collect();
+    assert_eq!(f.len(), 1, "{:#?}", l.findings);
+    assert!(
+        f[0].finding.message.starts_with(
+            "prefill[0] node 1 (p.yaml:24), prefill[0] node 2 (p.yaml:24), \
+        prefill[0] node 3 (p.yaml:24) start with other arguments than prefill[0] node 0 (p.yaml:13): --context-length \
+        unset (node 0: `4096`)"
+        ),
+        "{}",
+        f[0].finding.message
+    );
+}
+
 /// Two 2-node prefills whose rank-0 nodes rendezvous at the same `--dist-init-addr` (found by
 /// `proptests::round_trip`): each rank appears twice, so they are two instances, and PD019
 /// names both; the reconstruction keeps both, each with its own port.

@@ -57,6 +57,7 @@ mod pd042_config_equals_form;
 mod pd043_config_file_key;
 mod pd044_unknown_value;
 mod pd045_incomplete_deployment;
+mod pd046_node_args_mismatch;
 
 // Rules whose findings the linter raises itself, named directly (looking them up by code for
 // every group cost more than the lookup is worth).
@@ -111,6 +112,7 @@ pub static RULES: &[&Rule] = &[
     &pd043_config_file_key::RULE,
     &pd044_unknown_value::RULE,
     &pd045_incomplete_deployment::RULE,
+    &pd046_node_args_mismatch::RULE,
 ];
 
 /// The rule with this code (case-insensitive), or with this name.

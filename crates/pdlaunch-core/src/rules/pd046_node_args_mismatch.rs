@@ -1,0 +1,112 @@
+//! PD046: the nodes of one multi-node server are started with different arguments.
+
+use super::{group, labels, Context, Finding, Rule, Severity};
+use crate::effective::ServerView;
+
+/// Every node of a multi-node server runs the same scheduler, model and KV pool code for its
+/// ranks, from its own command line; SGLang compares none of them. A node started with another
+/// `--tp-size` hangs the NCCL rendezvous; one with another `--page-size` or `--kv-cache-dtype`
+/// lays out its ranks' KV differently from the ranks the peer side pairs it with. Hand-written
+/// scripts and manifests repeat the command once per node (or once for the leader and once for
+/// the workers), and an edit made to one copy is the usual cause.
+pub static RULE: Rule = Rule {
+    code: "PD046",
+    name: "node-args-mismatch",
+    severity: Severity::Warning,
+    summary: "the nodes of one multi-node server are started with different arguments",
+    explanation: "A server that spans several nodes is one process per node, each reading its own command line. \
+        Apart from what names the node itself (`--node-rank`, `--host`, `--base-gpu-id`, its NICs), every node must \
+        be given the same arguments: SGLang does not compare them, and ranks that disagree on the parallel sizes \
+        hang at start-up, while ranks that disagree on the page size, the KV cache dtype or the memory settings \
+        send or receive KV laid out differently from their peers.",
+    sglang_errors: &["no error: each node reads its own arguments, and SGLang does not compare them across nodes"],
+    fix: "Start every node of the server with the same arguments; only the node's own rank, address, GPUs and \
+        NICs may differ.",
+    check,
+};
+
+/// Options that describe the node rather than the server, which nodes may set differently.
+const PER_NODE: &[&str] = &[
+    "node_rank",
+    "host",
+    "port",
+    "base_gpu_id",
+    "gpu_id_step",
+    "disaggregation_ib_device",
+    "config",
+    "log_level",
+    "log_level_http",
+    "log_requests",
+    "log_requests_level",
+    "crash_dump_folder",
+];
+
+/// One option on which a node differs from node 0: the option, node 0's value, the node's value.
+#[derive(PartialEq)]
+struct Diff {
+    dest: &'static str,
+    flag: String,
+    head: Option<String>,
+    node: Option<String>,
+}
+
+/// The options (explicit on either node, or with a default) whose values differ from the head's.
+fn diffs(head: &ServerView, node: &ServerView) -> Vec<Diff> {
+    let mut dests: Vec<&'static str> = Vec::new();
+    for u in head.parsed.uses.iter().chain(&node.parsed.uses) {
+        if !PER_NODE.contains(&u.dest) && !dests.contains(&u.dest) {
+            dests.push(u.dest);
+        }
+    }
+    dests
+        .into_iter()
+        .filter_map(|dest| {
+            let (h, n) = (head.value_ref(dest), node.value_ref(dest));
+            if h == n {
+                return None;
+            }
+            let flag = head.spec().by_dest(dest).map_or_else(|| dest.to_owned(), |f| f.flags[0].clone());
+            Some(Diff { dest, flag, head: h.map(Into::into), node: n.map(Into::into) })
+        })
+        .collect()
+}
+
+fn shown(v: &Option<String>) -> String {
+    v.as_deref().map_or_else(|| "unset".to_owned(), |v| format!("`{v}`"))
+}
+
+fn check(ctx: &Context) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for head in ctx.servers.iter().filter(|s| s.node == 0) {
+        let others = ctx.servers.iter().filter(|s| s.node != 0 && s.role == head.role && s.instance == head.instance);
+        for (diffs, nodes) in group(others, |s| Some(diffs(head, s)).filter(|d| !d.is_empty())) {
+            let what: Vec<String> =
+                diffs.iter().map(|d| format!("{} {} (node 0: {})", d.flag, shown(&d.node), shown(&d.head))).collect();
+            let verb = if nodes.len() == 1 { "starts" } else { "start" };
+            let message =
+                format!("{} {verb} with other arguments than {}: {}", labels(&nodes), head.label, what.join(", "));
+            let fix = format!(
+                "give {} the arguments of {} (only the node's rank, address, GPUs and NICs may differ)",
+                labels(&nodes),
+                head.label
+            );
+            let mut f = Finding::new(&RULE, message, fix).at(head, diffs[0].dest);
+            for n in &nodes {
+                f = diffs.iter().fold(f, |f, d| f.at(n, d.dest));
+            }
+            out.push(f);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testing::*;
+
+    #[test]
+    fn rendered_nodes_agree() {
+        // The multi-node example renders every node from one side's settings.
+        assert!(findings(&deepseek(), "PD046").is_empty());
+    }
+}
