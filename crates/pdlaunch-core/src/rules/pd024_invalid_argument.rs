@@ -136,13 +136,20 @@ fn describe(p: &ArgProblem, program: Program, origin: &Origin) -> (String, Strin
             };
             (message, fix)
         }
-        ArgProblemKind::Ambiguous(candidates) => (
-            format!("`{t}` is an ambiguous abbreviation in {name}: it could match {}", candidates.join(", ")),
-            format!(
+        ArgProblemKind::Ambiguous(candidates) => {
+            let mut message =
+                format!("`{t}` is an ambiguous abbreviation in {name}: it could match {}", candidates.join(", "));
+            // An option of its own in other releases: split or renamed since (`--cuda-graph-bs`).
+            let elsewhere = program.releases_with(t);
+            if !elsewhere.is_empty() {
+                message.push_str(&format!(" (`{t}` is an option of its own in {})", elsewhere.join(", ")));
+            }
+            let fix = format!(
                 "spell the option in full in {at}, e.g. `{}`",
                 candidates.iter().min_by_key(|c| c.len()).map_or("", String::as_str)
-            ),
-        ),
+            );
+            (message, fix)
+        }
         ArgProblemKind::BadChoice { value, choices } => {
             let elsewhere = program.releases_accepting(t, value);
             let mut message = format!("{name} rejects `{t} {value}`: the choices are {}", choices.join(", "));
@@ -270,6 +277,30 @@ mod tests {
         assert!(
             f.iter().any(|f| f.message.contains("`--kv-cache-dtype fp9`") && f.fix.contains("prefill.extra_args[2]")),
             "{f:?}"
+        );
+    }
+
+    /// An option later split in two reads as an ambiguous abbreviation; the message says where it
+    /// was an option of its own.
+    #[test]
+    fn ambiguous_spelling_that_was_an_option_names_its_releases() {
+        let mut d = llama();
+        d.sglang_version = crate::release::Release::V0_5_23;
+        d.decode.extra_args = vec!["--cuda-graph-bs".into(), "256".into()];
+        let f = findings(&d, "PD024");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].message.contains("it could match --cuda-graph-bs-decode, --cuda-graph-bs-prefill"),
+            "{}",
+            f[0].message
+        );
+        assert!(
+            f[0].message.ends_with(
+                "(`--cuda-graph-bs` is an option of its own in 0.4.10.post2, 0.5.1.post3, \
+            0.5.3.post3, 0.5.6.post2, 0.5.10.post1, 0.5.19)"
+            ),
+            "{}",
+            f[0].message
         );
     }
 
