@@ -356,7 +356,7 @@ fn leader_worker_sets_start_one_node_per_pod() {
 
 /// A two-node prefill written out node by node, whose node 1 copy kept an old page size and
 /// context length: PD046 names both options, and the fix gives node 1 the values of node 0. The
-/// options that name the node itself may differ.
+/// options that name the node itself, or that only node 0's front end reads, may differ.
 #[test]
 fn nodes_of_one_server_must_share_their_arguments() {
     let node = |rank: u32, host: &str, own: &str| {
@@ -371,7 +371,7 @@ fn nodes_of_one_server_must_share_their_arguments() {
         python -m sglang.launch_server --model-path m --disaggregation-mode decode --tp-size 16 \
         --dist-init-addr 10.0.0.3:5000 --nnodes 2 --node-rank 1 --host 10.0.0.4 --base-gpu-id 0 --page-size 64 --context-length 8192 &\n";
     let text = [
-        node(0, "10.0.0.1", " --page-size 64 --context-length 8192"),
+        node(0, "10.0.0.1", " --page-size 64 --context-length 8192 --enable-metrics --log-level debug"),
         node(1, "10.0.0.2", " --page-size 16"),
         decode.to_owned(),
     ]

@@ -25,7 +25,8 @@ pub static RULE: Rule = Rule {
     check,
 };
 
-/// Options that describe the node rather than the server, which nodes may set differently.
+/// Options that nodes may set differently: what describes the node rather than the server, and
+/// what only node 0's HTTP server and tokenizer read (the other nodes run no front end).
 const PER_NODE: &[&str] = &[
     "node_rank",
     "host",
@@ -39,6 +40,16 @@ const PER_NODE: &[&str] = &[
     "log_requests",
     "log_requests_level",
     "crash_dump_folder",
+    "served_model_name",
+    "api_key",
+    "admin_api_key",
+    "chat_template",
+    "completion_template",
+    "tool_call_parser",
+    "reasoning_parser",
+    "enable_metrics",
+    "enable_cache_report",
+    "file_storage_path",
 ];
 
 /// One option on which a node differs from node 0: the option, node 0's value, the node's value.
@@ -108,5 +119,16 @@ mod tests {
     fn rendered_nodes_agree() {
         // The multi-node example renders every node from one side's settings.
         assert!(findings(&deepseek(), "PD046").is_empty());
+    }
+
+    #[test]
+    fn per_node_options_are_known_to_every_release() {
+        // A name that no release has would exempt nothing: a typo here hides a real mismatch.
+        for dest in super::PER_NODE {
+            assert!(
+                crate::release::Release::ALL.iter().any(|r| r.spec().by_dest(dest).is_some()),
+                "`{dest}` is no option of any release"
+            );
+        }
     }
 }
