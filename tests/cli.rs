@@ -456,6 +456,20 @@ fn init_never_overwrites() {
 }
 
 #[test]
+fn model_list_names_the_checkpoints_sharing_a_config() {
+    let o = pdl(&["model", "--list"]);
+    assert_exit(&o, 0, "model --list");
+    let out = stdout(&o);
+    let at = out.lines().position(|l| l.starts_with("deepseek-v3 ")).expect("lists deepseek-v3");
+    let next = out.lines().nth(at + 1).unwrap_or_default();
+    assert!(next.trim_start().starts_with("same config.json: ") && next.contains("deepseek-ai/DeepSeek-R1,"), "{out}");
+    let o = pdl(&["model", "--list", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let ds = v.as_array().unwrap().iter().find(|p| p["name"] == "deepseek-v3").expect("deepseek-v3");
+    assert!(ds["also"].as_array().unwrap().iter().any(|a| a == "deepseek-ai/DeepSeek-R1-0528"), "{ds}");
+}
+
+#[test]
 fn init_list_and_unknown_name() {
     let o = pdl(&["init", "--list"]);
     assert_exit(&o, 0, "init --list");

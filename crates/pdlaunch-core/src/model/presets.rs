@@ -19,7 +19,7 @@ pub struct Preset {
     /// The Hugging Face id of the checkpoint.
     pub hf_id: &'static str,
     /// Other checkpoints published with the same `config.json` values (revisions and fine-tunes
-    /// of the same architecture), which the linter also recognises by their model path.
+    /// of the same architecture), which a model path may name instead ([`preset_for_path`]).
     pub also: &'static [&'static str],
     /// One line describing it.
     pub summary: &'static str,

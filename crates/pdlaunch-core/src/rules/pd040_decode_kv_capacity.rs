@@ -146,12 +146,8 @@ fn check(ctx: &Context) -> Vec<Finding> {
                 let message = format!("{}: {why} (decode KV capacity estimate)", labels(&servers));
                 let fix = "give the model (`model.preset`, `model.geometry` or `--model-config config.json`), the \
                     decode GPU and the context length";
-                let f = Finding::new(&RULE, message, fix).severity(Severity::Note);
-                if ctx.model.geometry.is_none() {
-                    f.or_preset(ctx)
-                } else {
-                    f
-                }
+                // Without a geometry, the first reason to skip is that one.
+                Finding::new(&RULE, message, fix).severity(Severity::Note).or_preset(ctx)
             }
             Outcome::Short(message, fix) => {
                 servers.iter().fold(Finding::new(&RULE, format!("{}: {message}", labels(&servers)), fix), |f, s| {

@@ -131,13 +131,16 @@ fn list(format: &str) -> super::Result<u8> {
     if format == "json" {
         let v: Vec<serde_json::Value> = PRESETS
             .iter()
-            .map(|p| serde_json::json!({"name": p.name, "hf_id": p.hf_id, "summary": p.summary}))
+            .map(|p| serde_json::json!({"name": p.name, "hf_id": p.hf_id, "also": p.also, "summary": p.summary}))
             .collect();
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         let width = PRESETS.iter().map(|p| p.name.len()).max().unwrap_or(0);
         for p in PRESETS {
             println!("{:width$}  {}  ({})", p.name, p.summary, p.hf_id);
+            if !p.also.is_empty() {
+                println!("{:width$}  same config.json: {}", "", p.also.join(", "));
+            }
         }
     }
     Ok(0)
