@@ -41,10 +41,15 @@ pub fn fix_in(d: &Deployment, before: &Report, finding: &Finding) -> Option<Fix>
     })
 }
 
-/// True when `after` has fewer findings of the finding's rule than `before`, and no more errors.
+/// True when `after` has no more errors than `before` and fewer findings of the finding's rule;
+/// or, for a note that suggested a value, no longer that note: the rule it stood for has run (a
+/// rule skipped for want of the model's geometry may then find something).
 fn resolves(before: &Report, after: &Report, finding: &Finding) -> bool {
     let n = |r: &Report| r.findings.iter().filter(|f| f.code == finding.code).count();
-    n(after) < n(before) && after.count(Severity::Error) <= before.count(Severity::Error)
+    let ran = finding.severity == Severity::Note
+        && finding.suggestion.is_some()
+        && !after.findings.iter().any(|f| f.code == finding.code && f.message == finding.message);
+    (n(after) < n(before) || ran) && after.count(Severity::Error) <= before.count(Severity::Error)
 }
 
 /// Candidate edits, in order of preference, for the field paths the finding points at.
@@ -342,6 +347,8 @@ mod tests {
             report.findings.iter().filter(|f| f.message.contains("geometry unknown")).collect();
         assert!(skipped.len() >= 2, "{:#?}", report.findings);
         for f in &skipped {
+            // Every one is offered, PD040's too, which runs and may then find something.
+            assert_eq!(fix(&d, f).map(|x| x.title).as_deref(), Some("Set model.preset to deepseek-v3"), "{}", f.code);
             let s = f.suggestion.as_ref().expect("a suggestion");
             assert_eq!((s.path.as_str(), &s.value), ("model.preset", &Value::from("deepseek-v3")));
             assert_eq!(f.fix, "set `model.preset` to `deepseek-v3`, the built-in model that `model.path` names");
