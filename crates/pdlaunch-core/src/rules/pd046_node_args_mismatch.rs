@@ -2,6 +2,7 @@
 
 use super::{group, labels, Context, Finding, Rule, Severity};
 use crate::effective::ServerView;
+use crate::spec::ArgValue;
 
 /// Every node of a multi-node server runs the same scheduler, model and KV pool code for its
 /// ranks, from its own command line; SGLang compares none of them. A node started with another
@@ -63,6 +64,11 @@ struct Diff {
 
 /// The options (explicit on either node, or with a default) whose values differ from the head's.
 fn diffs(head: &ServerView, node: &ServerView) -> Vec<Diff> {
+    // Most nodes repeat the head's options in the same order (rendered ones always do): then
+    // nothing differs, which one pass shows.
+    if shared(head).eq(shared(node)) {
+        return Vec::new();
+    }
     let mut dests: Vec<&'static str> = Vec::new();
     for u in head.parsed.uses.iter().chain(&node.parsed.uses) {
         if !PER_NODE.contains(&u.dest) && !dests.contains(&u.dest) {
@@ -80,6 +86,11 @@ fn diffs(head: &ServerView, node: &ServerView) -> Vec<Diff> {
             Some(Diff { dest, flag, head: h.map(Into::into), node: n.map(Into::into) })
         })
         .collect()
+}
+
+/// The options a node gives that every node must share, with their values, in order.
+fn shared(s: &ServerView) -> impl Iterator<Item = (&'static str, &ArgValue)> {
+    s.parsed.uses.iter().filter(|u| !PER_NODE.contains(&u.dest)).map(|u| (u.dest, &u.value))
 }
 
 fn shown(v: &Option<String>) -> String {
