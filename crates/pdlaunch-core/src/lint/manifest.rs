@@ -121,7 +121,10 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
                     "routerConfig" => around.hints.push("router".to_owned()),
                     other => push_hint(&mut around.hints, other),
                 }
-                match lws_ranks(node, &k.text) {
+                // Once per group: a template nested in another one's pods is read once per outer
+                // pod, not 64 times more at every level.
+                let inside = around.env.iter().any(|(k, _)| k == "LWS_WORKER_INDEX");
+                match lws_ranks(node, &k.text).filter(|_| !inside) {
                     Some((size, ranks)) => {
                         for rank in ranks {
                             let env_len = around.env.len();
@@ -440,6 +443,18 @@ mod tests {
         assert_eq!(ranks(&odd), ["$(LWS_GROUP_SIZE) $(LWS_WORKER_INDEX)"]);
         let huge = format!("{head}    size: 100000\n    workerTemplate:\n{}", template("$(LWS_WORKER_INDEX)"));
         assert_eq!(scan(&huge).len(), MAX_LWS_GROUP as usize);
+        // Groups nested in groups multiply nothing: 64 pods, not 64 to the power of the depth.
+        let mut nested = String::from("apiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nspec:\n");
+        let mut indent = String::from("  ");
+        for _ in 0..6 {
+            nested += &format!("{indent}leaderWorkerTemplate:\n{indent}  size: 64\n{indent}  workerTemplate:\n");
+            indent += "    ";
+        }
+        nested += &format!(
+            "{indent}containers:\n{indent}- command: [python3, -m, sglang.launch_server, --nnodes, \
+            $(LWS_GROUP_SIZE), --node-rank, $(LWS_WORKER_INDEX)]\n"
+        );
+        assert_eq!(scan(&nested).len(), MAX_LWS_GROUP as usize);
     }
 
     #[test]

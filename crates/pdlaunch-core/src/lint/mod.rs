@@ -74,7 +74,7 @@ pub struct Options {
 }
 
 /// A place a finding points at, resolved to a file position.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Place {
     /// The process (label), or `router`.
     pub process: String,
@@ -411,11 +411,21 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
             None => unlinked.push(s),
         }
     }
+    // An unlinked server joins the first group that has a server of its model, else starts one.
+    let models: Vec<String> = servers.iter().map(|(_, v)| model_of(v)).collect();
+    let mut group_of_model: FastMap<&str, usize> = FastMap::default();
+    for (g, (_, members)) in groups.iter().enumerate() {
+        for &o in members {
+            group_of_model.entry(models[o].as_str()).or_insert(g);
+        }
+    }
     for s in unlinked {
-        let m = model_of(&servers[s].1);
-        match groups.iter_mut().find(|(_, members)| members.iter().any(|&o| model_of(&servers[o].1) == m)) {
-            Some((_, members)) => members.push(s),
-            None => groups.push((None, vec![s])),
+        match group_of_model.get(models[s].as_str()) {
+            Some(&g) => groups[g].1.push(s),
+            None => {
+                group_of_model.insert(models[s].as_str(), groups.len());
+                groups.push((None, vec![s]));
+            }
         }
     }
     let preset = opts.model_preset.as_deref().and_then(crate::model::preset);
@@ -941,9 +951,10 @@ fn lint_group(
     }
     findings.extend(extra);
     crate::sort::sort_by(&mut findings, |a, b| a.severity.cmp(&b.severity).then(a.code.cmp(b.code)));
+    let locator = Locator::new(group, files);
     findings
         .into_iter()
-        .map(|f| LintFinding { places: places(&f, group, files, launches), group: g, finding: f })
+        .map(|f| LintFinding { places: places(&f, &locator, files, launches), group: g, finding: f })
         .collect()
 }
 
@@ -1003,32 +1014,40 @@ fn collect_symbolic(
 /// Where the span of the group's word at `file:line:column` ends (the last such word, servers'
 /// before the router's). Findings point at few words, so each is searched for rather than every
 /// word's position worked out.
-fn span_end(group: &Group, files: &[SourceFile], file: &Arc<str>, line: u32, column: u32) -> Option<(u32, u32)> {
-    let words =
-        group.servers.iter().flat_map(|s| s.words.iter()).chain(group.router.iter().flat_map(|r| r.words.iter()));
-    words
-        .rev()
-        .find(|w| {
-            let f = &files[w.file];
-            f.shared_name() == file && f.on_line(w.start, line) && f.position(w.start) == (line, column)
-        })
-        .map(|w| files[w.file].position(w.end))
+/// Where a group's processes and words are, read once for all its findings (a finding may name
+/// every server of a large group).
+struct Locator<'g> {
+    /// The launch of each process label (`router` for the router).
+    launches: FastMap<&'g str, usize>,
+    /// The end of the word that starts at each position (the last such word, as a later one
+    /// repeats an earlier one's text).
+    ends: FastMap<PosKey, (u32, u32)>,
 }
 
-fn places(f: &Finding, group: &Group, files: &[SourceFile], launches: &[Launch]) -> Vec<Place> {
-    let mut out = Vec::new();
+impl<'g> Locator<'g> {
+    fn new(group: &'g Group, files: &[SourceFile]) -> Locator<'g> {
+        let mut launches: FastMap<&str, usize> = FastMap::default();
+        for s in &group.servers {
+            launches.entry(s.view.label.as_str()).or_insert(s.launch);
+        }
+        if let Some(r) = &group.router {
+            launches.insert("router", r.launch);
+        }
+        let words =
+            group.servers.iter().flat_map(|s| s.words.iter()).chain(group.router.iter().flat_map(|r| r.words.iter()));
+        let ends = words.map(|w| (pos_key(files, w), files[w.file].position(w.end))).collect();
+        Locator { launches, ends }
+    }
+}
+
+fn places(f: &Finding, locator: &Locator, files: &[SourceFile], launches: &[Launch]) -> Vec<Place> {
+    let mut out: Vec<Place> = Vec::new();
+    let mut seen: FastMap<Place, ()> = FastMap::default();
     for loc in &f.locations {
-        let launch_of = |label: &str| -> Option<usize> {
-            if label == "router" {
-                group.router.as_ref().map(|r| r.launch)
-            } else {
-                group.server(label).map(|s| s.launch)
-            }
-        };
         let place = match &loc.origin {
             Origin::Source { file, line, column } => {
                 let (end_line, end_column) =
-                    span_end(group, files, file, *line, *column).unwrap_or((*line, *column + 1));
+                    locator.ends.get(&(file.clone(), *line, *column)).copied().unwrap_or((*line, *column + 1));
                 Place {
                     process: loc.process.clone(),
                     flag: loc.flag.clone(),
@@ -1041,7 +1060,7 @@ fn places(f: &Finding, group: &Group, files: &[SourceFile], launches: &[Launch])
                 }
             }
             Origin::Default | Origin::Derived | Origin::Field { .. } => {
-                let Some(l) = launch_of(&loc.process).map(|k| &launches[k]) else { continue };
+                let Some(l) = locator.launches.get(loc.process.as_str()).map(|&k| &launches[k]) else { continue };
                 let file = &files[l.file];
                 let (line, column) = file.position(l.at);
                 let (end_line, end_column) = file.position(l.at + l.entry.split(' ').next().map_or(1, str::len));
@@ -1057,7 +1076,7 @@ fn places(f: &Finding, group: &Group, files: &[SourceFile], launches: &[Launch])
                 }
             }
         };
-        if !out.contains(&place) {
+        if seen.insert(place.clone(), ()).is_none() {
             out.push(place);
         }
     }

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::deployment::{Deployment, Gpu, Role};
 use crate::effective::{ModelFacts, ServerView};
+use crate::fast_hash::FastMap;
 use crate::plan::{Origin, Plan};
 use crate::release::{Release, RouterRelease};
 use crate::spec::{parse_argv, Parsed};
@@ -473,6 +474,11 @@ pub(crate) fn divisors(n: u32) -> Vec<u32> {
 }
 
 /// The labels of some servers, comma-separated.
+fn hash_of(text: &str) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<crate::fast_hash::FastHasher>::default().hash_one(text)
+}
+
 pub(crate) fn labels(servers: &[&ServerView]) -> String {
     servers.iter().map(|s| s.label.as_str()).collect::<Vec<_>>().join(", ")
 }
@@ -480,9 +486,13 @@ pub(crate) fn labels(servers: &[&ServerView]) -> String {
 /// Runs every rule; findings come out errors first, then by code, without duplicates.
 pub fn run(ctx: &Context) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::new();
+    // The findings so far by code and message hash (a large group has thousands).
+    let mut seen: FastMap<(&'static str, u64), Vec<usize>> = FastMap::default();
     for r in RULES {
         for f in (r.check)(ctx) {
-            if !out.iter().any(|o| o.code == f.code && o.message == f.message) {
+            let same = seen.entry((f.code, hash_of(&f.message))).or_default();
+            if !same.iter().any(|&i| out[i].message == f.message) {
+                same.push(out.len());
                 out.push(f);
             }
         }
