@@ -1017,15 +1017,17 @@ fn collect_symbolic(
 /// Where a group's processes and words are, read once for all its findings (a finding may name
 /// every server of a large group).
 struct Locator<'g> {
+    group: &'g Group,
+    files: &'g [SourceFile],
     /// The launch of each process label (`router` for the router).
     launches: FastMap<&'g str, usize>,
     /// The end of the word that starts at each position (the last such word, as a later one
-    /// repeats an earlier one's text).
-    ends: FastMap<PosKey, (u32, u32)>,
+    /// repeats an earlier one's text), read at the first question.
+    ends: std::cell::OnceCell<FastMap<PosKey, (u32, u32)>>,
 }
 
 impl<'g> Locator<'g> {
-    fn new(group: &'g Group, files: &[SourceFile]) -> Locator<'g> {
+    fn new(group: &'g Group, files: &'g [SourceFile]) -> Locator<'g> {
         let mut launches: FastMap<&str, usize> = FastMap::default();
         for s in &group.servers {
             launches.entry(s.view.label.as_str()).or_insert(s.launch);
@@ -1033,10 +1035,18 @@ impl<'g> Locator<'g> {
         if let Some(r) = &group.router {
             launches.insert("router", r.launch);
         }
-        let words =
-            group.servers.iter().flat_map(|s| s.words.iter()).chain(group.router.iter().flat_map(|r| r.words.iter()));
-        let ends = words.map(|w| (pos_key(files, w), files[w.file].position(w.end))).collect();
-        Locator { launches, ends }
+        Locator { group, files, launches, ends: std::cell::OnceCell::new() }
+    }
+
+    /// Where the word that starts at `key` ends.
+    fn end(&self, key: &PosKey) -> Option<(u32, u32)> {
+        let ends = self.ends.get_or_init(|| {
+            let (g, files) = (self.group, self.files);
+            let words =
+                g.servers.iter().flat_map(|s| s.words.iter()).chain(g.router.iter().flat_map(|r| r.words.iter()));
+            words.map(|w| (pos_key(files, w), files[w.file].position(w.end))).collect()
+        });
+        ends.get(key).copied()
     }
 }
 
@@ -1047,7 +1057,7 @@ fn places(f: &Finding, locator: &Locator, files: &[SourceFile], launches: &[Laun
         let place = match &loc.origin {
             Origin::Source { file, line, column } => {
                 let (end_line, end_column) =
-                    locator.ends.get(&(file.clone(), *line, *column)).copied().unwrap_or((*line, *column + 1));
+                    locator.end(&(file.clone(), *line, *column)).unwrap_or((*line, *column + 1));
                 Place {
                     process: loc.process.clone(),
                     flag: loc.flag.clone(),
