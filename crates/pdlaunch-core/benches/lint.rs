@@ -103,6 +103,18 @@ fn bench(c: &mut Criterion) {
         let (secs, _) = timed(&some, passes);
         println!("  {kind} alone: {:.1} MB/s, {:.0} files/s", some_bytes as f64 / 1e6 / secs, some.len() as f64 / secs);
     }
+    // One large deployment: LeaderWorkerSets of 64 pods each, every pod a process of one group.
+    // The work per server and per finding must stay near linear as the group grows.
+    let lws = "apiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nspec:\n  leaderWorkerTemplate:\n    \
+        size: 64\n    workerTemplate:\n      spec:\n        containers:\n        - command: [python3, -m, \
+        sglang.launch_server, --model-path, m, --disaggregation-mode, decode, --dist-init-addr, \
+        $(LWS_LEADER_ADDRESS):5000, --nnodes, $(LWS_GROUP_SIZE), --node-rank, $(LWS_WORKER_INDEX)]\n";
+    for docs in [25, 50, 100] {
+        let input = Input::new("lws.yaml", vec![lws; docs].join("---\n"));
+        let start = Instant::now();
+        let launches = lint(std::slice::from_ref(&input), &Options::default()).launches.len();
+        println!("  {docs} LeaderWorkerSets: {launches} launches in {:.3} s", start.elapsed().as_secs_f64());
+    }
     let mut g = c.benchmark_group("lint");
     g.throughput(Throughput::Bytes(bytes as u64));
     g.sample_size(10);
