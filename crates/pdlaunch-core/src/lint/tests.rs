@@ -354,6 +354,24 @@ fn leader_worker_sets_start_one_node_per_pod() {
     }
 }
 
+/// A group of hundreds of servers and findings: every finding once, each place once.
+#[test]
+fn a_large_group_reports_each_finding_once() {
+    let docs: Vec<String> = (0..40).map(|_| lws("prefill", 4, true, ", --page-size, x")).collect();
+    let text = docs.join("---\n");
+    let l = run(&[("p.yaml", &text), ("d.yaml", &lws("decode", 4, true, "")), ("lb.yaml", LWS_ROUTER)]);
+    assert_eq!(l.launches.len(), 40 * 4 + 4 + 1);
+    assert!(l.findings.len() > 64, "{}", l.findings.len());
+    for (i, f) in l.findings.iter().enumerate() {
+        let again =
+            l.findings[..i].iter().any(|o| o.finding.code == f.finding.code && o.finding.message == f.finding.message);
+        assert!(!again, "reported twice: {}", f.finding.message);
+        for (j, p) in f.places.iter().enumerate() {
+            assert!(!f.places[..j].contains(p), "placed twice: {p:?}");
+        }
+    }
+}
+
 /// A two-node prefill written out node by node, whose node 1 copy kept an old page size and
 /// context length: PD046 names both options, and the fix gives node 1 the values of node 0. The
 /// options that name the node itself, or that only node 0's front end reads, may differ.

@@ -485,19 +485,39 @@ pub(crate) fn labels(servers: &[&ServerView]) -> String {
 
 /// Runs every rule; findings come out errors first, then by code, without duplicates.
 pub fn run(ctx: &Context) -> Vec<Finding> {
-    let mut out: Vec<Finding> = Vec::new();
-    // The findings so far by code and message hash (a large group has thousands).
-    let mut seen: FastMap<(&'static str, u64), Vec<usize>> = FastMap::default();
-    for r in RULES {
-        for f in (r.check)(ctx) {
-            let same = seen.entry((f.code, hash_of(&f.message))).or_default();
-            if !same.iter().any(|&i| out[i].message == f.message) {
-                same.push(out.len());
-                out.push(f);
-            }
-        }
-    }
+    let mut out = unique(RULES.iter().flat_map(|r| (r.check)(ctx)));
     crate::sort::sort_by(&mut out, |a, b| a.severity.cmp(&b.severity).then(a.code.cmp(b.code)));
+    out
+}
+
+/// The findings in order, each (code and message) once. Below [`SCAN`] findings they are compared
+/// one by one; a large group (thousands of findings) looks them up by code and message hash.
+fn unique(all: impl IntoIterator<Item = Finding>) -> Vec<Finding> {
+    const SCAN: usize = 64;
+    let mut out: Vec<Finding> = Vec::new();
+    let mut index: Option<FastMap<(&'static str, u64), Vec<usize>>> = None;
+    let key = |f: &Finding| (f.code, hash_of(&f.message));
+    for f in all {
+        let same = |o: &Finding| o.code == f.code && o.message == f.message;
+        let seen = match &index {
+            None => out.iter().any(same),
+            Some(map) => map.get(&key(&f)).is_some_and(|v| v.iter().any(|&i| same(&out[i]))),
+        };
+        if seen {
+            continue;
+        }
+        if index.is_none() && out.len() >= SCAN {
+            let mut map: FastMap<_, Vec<usize>> = FastMap::default();
+            for (i, o) in out.iter().enumerate() {
+                map.entry(key(o)).or_default().push(i);
+            }
+            index = Some(map);
+        }
+        if let Some(map) = &mut index {
+            map.entry(key(&f)).or_default().push(out.len());
+        }
+        out.push(f);
+    }
     out
 }
 
@@ -668,5 +688,34 @@ mod edge_values {
         assert!(failed.is_empty(), "{} edited deployments panicked: {}", failed.len(), failed.join("; "));
         assert!(accepted > 100, "only {accepted} of {tried} edited deployments were accepted");
         eprintln!("numeric edges: {accepted} of {tried} edited deployments accepted, checked and rendered");
+    }
+}
+
+#[cfg(test)]
+mod unique_tests {
+    use super::*;
+
+    #[test]
+    fn repeats_are_dropped_before_and_after_the_index() {
+        // 300 findings of 100 messages under two codes' worth of rules: the first of each stays,
+        // in order, whether it was met while comparing one by one or through the index.
+        let rule = RULES[0];
+        let other = RULES[1];
+        let all = (0..300).map(|i| {
+            let r = if i % 7 == 0 { other } else { rule };
+            Finding::new(r, format!("message {}", i % 100), "fix")
+        });
+        let out = unique(all);
+        let mut want: Vec<(&str, String)> = Vec::new();
+        for i in 0..300 {
+            let r = if i % 7 == 0 { other } else { rule };
+            let k = (r.code, format!("message {}", i % 100));
+            if !want.contains(&k) {
+                want.push(k);
+            }
+        }
+        let got: Vec<(&str, String)> = out.iter().map(|f| (f.code, f.message.clone())).collect();
+        assert_eq!(got, want);
+        assert!(got.len() > 100, "both codes kept apart: {}", got.len());
     }
 }
