@@ -52,6 +52,46 @@ impl Hasher for FastHasher {
 /// A `HashMap` with [`FastHasher`].
 pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
 
+/// The [`FastHasher`] hash of a value.
+pub fn hash_one<T: std::hash::Hash>(value: T) -> u64 {
+    use std::hash::BuildHasher;
+    BuildHasherDefault::<FastHasher>::default().hash_one(value)
+}
+
+/// The items in order, each kept unless an earlier one is the `same`. Up to 64 kept items they
+/// are compared one by one; past that (a finding naming thousands of servers), through a table
+/// of their `hash`es, keyed by the hash alone so that one table type serves every kind of item.
+pub fn unique_by<T>(
+    items: impl IntoIterator<Item = T>,
+    hash: impl Fn(&T) -> u64,
+    same: impl Fn(&T, &T) -> bool,
+) -> Vec<T> {
+    const SCAN: usize = 64;
+    let mut out: Vec<T> = Vec::new();
+    let mut index: Option<FastMap<u64, Vec<usize>>> = None;
+    for item in items {
+        let seen = match &index {
+            None => out.iter().any(|o| same(o, &item)),
+            Some(map) => map.get(&hash(&item)).is_some_and(|v| v.iter().any(|&i| same(&out[i], &item))),
+        };
+        if seen {
+            continue;
+        }
+        if index.is_none() && out.len() >= SCAN {
+            let mut map: FastMap<u64, Vec<usize>> = FastMap::default();
+            for (i, o) in out.iter().enumerate() {
+                map.entry(hash(o)).or_default().push(i);
+            }
+            index = Some(map);
+        }
+        if let Some(map) = &mut index {
+            map.entry(hash(&item)).or_default().push(out.len());
+        }
+        out.push(item);
+    }
+    out
+}
+
 /// Names (option spellings, destinations) to values, for the lookups every option token and
 /// every value a rule reads make: open addressing over a power-of-two table, hashing a name by
 /// its length and its first and last eight bytes. A general map's hashing and probing cost more

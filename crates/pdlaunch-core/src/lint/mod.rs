@@ -1052,7 +1052,6 @@ impl<'g> Locator<'g> {
 
 fn places(f: &Finding, locator: &Locator, files: &[SourceFile], launches: &[Launch]) -> Vec<Place> {
     let mut out: Vec<Place> = Vec::new();
-    let mut seen: FastMap<Place, ()> = FastMap::default();
     for loc in &f.locations {
         let place = match &loc.origin {
             Origin::Source { file, line, column } => {
@@ -1086,11 +1085,9 @@ fn places(f: &Finding, locator: &Locator, files: &[SourceFile], launches: &[Laun
                 }
             }
         };
-        if seen.insert(place.clone(), ()).is_none() {
-            out.push(place);
-        }
+        out.push(place);
     }
-    out
+    crate::fast_hash::unique_by(out, |p| crate::fast_hash::hash_one(p), PartialEq::eq)
 }
 
 #[cfg(test)]

@@ -8,7 +8,6 @@ use serde::Serialize;
 
 use crate::deployment::{Deployment, Gpu, Role};
 use crate::effective::{ModelFacts, ServerView};
-use crate::fast_hash::FastMap;
 use crate::plan::{Origin, Plan};
 use crate::release::{Release, RouterRelease};
 use crate::spec::{parse_argv, Parsed};
@@ -474,11 +473,6 @@ pub(crate) fn divisors(n: u32) -> Vec<u32> {
 }
 
 /// The labels of some servers, comma-separated.
-fn hash_of(text: &str) -> u64 {
-    use std::hash::{BuildHasher, BuildHasherDefault};
-    BuildHasherDefault::<crate::fast_hash::FastHasher>::default().hash_one(text)
-}
-
 pub(crate) fn labels(servers: &[&ServerView]) -> String {
     servers.iter().map(|s| s.label.as_str()).collect::<Vec<_>>().join(", ")
 }
@@ -490,35 +484,13 @@ pub fn run(ctx: &Context) -> Vec<Finding> {
     out
 }
 
-/// The findings in order, each (code and message) once. Below [`SCAN`] findings they are compared
-/// one by one; a large group (thousands of findings) looks them up by code and message hash.
+/// The findings in order, each (code and message) once.
 fn unique(all: impl IntoIterator<Item = Finding>) -> Vec<Finding> {
-    const SCAN: usize = 64;
-    let mut out: Vec<Finding> = Vec::new();
-    let mut index: Option<FastMap<(&'static str, u64), Vec<usize>>> = None;
-    let key = |f: &Finding| (f.code, hash_of(&f.message));
-    for f in all {
-        let same = |o: &Finding| o.code == f.code && o.message == f.message;
-        let seen = match &index {
-            None => out.iter().any(same),
-            Some(map) => map.get(&key(&f)).is_some_and(|v| v.iter().any(|&i| same(&out[i]))),
-        };
-        if seen {
-            continue;
-        }
-        if index.is_none() && out.len() >= SCAN {
-            let mut map: FastMap<_, Vec<usize>> = FastMap::default();
-            for (i, o) in out.iter().enumerate() {
-                map.entry(key(o)).or_default().push(i);
-            }
-            index = Some(map);
-        }
-        if let Some(map) = &mut index {
-            map.entry(key(&f)).or_default().push(out.len());
-        }
-        out.push(f);
-    }
-    out
+    crate::fast_hash::unique_by(
+        all,
+        |f| crate::fast_hash::hash_one((f.code, &f.message)),
+        |a, b| a.code == b.code && a.message == b.message,
+    )
 }
 
 /// The result of checking a deployment.
