@@ -1011,9 +1011,6 @@ fn collect_symbolic(
     }
 }
 
-/// Where the span of the group's word at `file:line:column` ends (the last such word, servers'
-/// before the router's). Findings point at few words, so each is searched for rather than every
-/// word's position worked out.
 /// Where a group's processes and words are, read once for all its findings (a finding may name
 /// every server of a large group).
 struct Locator<'g> {
