@@ -123,8 +123,9 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
                 }
                 // Once per group: a template nested in another one's pods is read once per outer
                 // pod, not 64 times more at every level.
-                let inside = |env: &[(String, String)]| env.iter().any(|(k, _)| k == "LWS_WORKER_INDEX");
-                match lws_ranks(node, &k.text).filter(|_| !inside(&around.env)) {
+                let pods =
+                    lws_ranks(node, &k.text).filter(|_| !around.env.iter().any(|(name, _)| name == "LWS_WORKER_INDEX"));
+                match pods {
                     Some((size, ranks)) => {
                         for rank in ranks {
                             let env_len = around.env.len();

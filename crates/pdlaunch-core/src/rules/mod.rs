@@ -242,7 +242,11 @@ impl Finding {
         self
     }
     /// Suggests `value` for the deployment field `path`, and points at the field.
-    pub fn suggest(mut self, path: &str, value: impl Into<serde_json::Value>) -> Finding {
+    /// Only a deployment has fields: when linting command lines, the finding is left as it is.
+    pub fn suggest(mut self, ctx: &Context, path: &str, value: impl Into<serde_json::Value>) -> Finding {
+        if ctx.deployment.is_none() {
+            return self;
+        }
         let origin = Origin::Field { path: path.into() };
         if !self.locations.iter().any(|l| l.origin == origin) {
             self = self.at_origin(path.split('.').next().unwrap_or(path), None, origin);
@@ -260,7 +264,7 @@ impl Finding {
         }
         let Some(p) = crate::model::preset_for_path(&m.path) else { return self };
         self.fix = format!("set `model.preset` to `{}`, the built-in model that `model.path` names", p.name);
-        self.suggest("model.preset", p.name)
+        self.suggest(ctx, "model.preset", p.name)
     }
 }
 

@@ -42,11 +42,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
                 format!("{} render --page-size {explicit}, but SGLang forces {forced} for {reason}", labels(&servers));
             let fix = format!("set `shared.page_size` to {forced} (the value {arch} runs with)");
             let f = servers.iter().fold(Finding::new(&RULE, message, fix), |f, s| f.at(s, "page_size"));
-            if ctx.deployment.is_some() {
-                f.suggest("shared.page_size", forced)
-            } else {
-                f
-            }
+            f.suggest(ctx, "shared.page_size", forced)
         })
         .collect()
 }
