@@ -399,6 +399,22 @@ fn explain_rule_code() {
 }
 
 #[test]
+fn explain_names_the_command_that_reports_the_rule() {
+    let o = pdl(&["explain", "PD001"]);
+    assert!(stdout(&o).contains("`pdlaunch check` reports it before launch"), "{}", stdout(&o));
+    // Only written commands can start the nodes of one server differently.
+    let o = pdl(&["explain", "PD046"]);
+    assert_exit(&o, 0, "explain PD046");
+    assert!(stdout(&o).contains("`pdlaunch lint` reports it in launch scripts and manifests"), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("pdlaunch check"), "{}", stdout(&o));
+    let o = pdl(&["rules", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let lint_only: Vec<&str> =
+        v.as_array().unwrap().iter().filter(|r| r["lint_only"] == true).map(|r| r["code"].as_str().unwrap()).collect();
+    assert_eq!(lint_only, ["PD037", "PD041", "PD043", "PD044", "PD045", "PD046"]);
+}
+
+#[test]
 fn explain_gibberish_exits_1() {
     let o = pdl(&["explain", "gibberish"]);
     assert_exit(&o, 1, "explain gibberish");

@@ -161,6 +161,10 @@ pub struct Rule {
     pub sglang_errors: &'static [&'static str],
     /// The general fix.
     pub fix: &'static str,
+    /// Only written commands can break it (a repeated flag, a `${VAR}`, nodes started differently):
+    /// a rendered deployment cannot, so `check` of a deployment does not run it, and only `lint`
+    /// reports it.
+    pub lint_only: bool,
     /// The check.
     pub check: fn(&Context) -> Vec<Finding>,
 }
@@ -483,7 +487,8 @@ pub(crate) fn labels(servers: &[&ServerView]) -> String {
 
 /// Runs every rule; findings come out errors first, then by code, without duplicates.
 pub fn run(ctx: &Context) -> Vec<Finding> {
-    let mut out = unique(RULES.iter().flat_map(|r| (r.check)(ctx)));
+    let rules = RULES.iter().filter(|r| ctx.deployment.is_none() || !r.lint_only);
+    let mut out = unique(rules.flat_map(|r| (r.check)(ctx)));
     crate::sort::sort_by(&mut out, |a, b| a.severity.cmp(&b.severity).then(a.code.cmp(b.code)));
     out
 }
@@ -693,5 +698,34 @@ mod unique_tests {
         let got: Vec<(&str, String)> = out.iter().map(|f| (f.code, f.message.clone())).collect();
         assert_eq!(got, want);
         assert!(got.len() > 100, "both codes kept apart: {}", got.len());
+    }
+}
+
+#[cfg(test)]
+mod lint_only_tests {
+    use super::testing::{deepseek, llama};
+    use super::*;
+
+    /// A rule marked `lint_only` is left out of `check`, so it must have nothing to say about a
+    /// deployment, even one whose verbatim arguments repeat a flag or name a variable.
+    #[test]
+    fn lint_only_rules_find_nothing_in_a_deployment() {
+        let mut repeated = llama();
+        repeated.decode.extra_args =
+            ["--page-size", "16", "--page-size", "32", "--host", "${HOST}"].map(Into::into).into();
+        let mut all: Vec<Deployment> =
+            crate::examples::EXAMPLES.iter().filter_map(|e| crate::examples::example(e.name)).collect();
+        all.extend([repeated, deepseek()]);
+        let lint_only: Vec<&Rule> = RULES.iter().copied().filter(|r| r.lint_only).collect();
+        assert_eq!(lint_only.len(), 6);
+        for d in &all {
+            let plan = crate::plan::plan(d);
+            let ctx = Context::from_deployment(d, &plan);
+            for rule in &lint_only {
+                let found = (rule.check)(&ctx);
+                assert!(found.is_empty(), "{} fired on a deployment: {found:?}", rule.code);
+            }
+        }
+        assert!(check(&all[all.len() - 2]).findings.iter().any(|f| f.code == "PD027"), "the repeat is seen, by PD027");
     }
 }

@@ -22,6 +22,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Set one `shared.page_size` that every backend in use keeps (16, 32 or 64 suit most), and do not \
         override `--page-size` or the attention backend in one side's `extra_args`.",
+    lint_only: false,
     check,
 };
 

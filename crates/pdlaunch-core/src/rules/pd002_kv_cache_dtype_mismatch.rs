@@ -20,6 +20,7 @@ pub static RULE: Rule = Rule {
     sglang_errors: &[super::KV_DTYPE_MISMATCH_ERROR],
     fix: "Set one explicit `shared.kv_cache_dtype` (for DSA models `fp8_e4m3` or `bfloat16`, never `auto` on \
         mixed GPU generations) and do not override `--kv-cache-dtype` in one side's `extra_args`.",
+    lint_only: false,
     check,
 };
 

@@ -20,6 +20,7 @@ pub static RULE: Rule = Rule {
     sglang_errors: &[super::KV_DTYPE_MISMATCH_ERROR],
     fix: "Write one spelling on both sides: set `shared.kv_cache_dtype` and remove per-side `--kv-cache-dtype` \
         overrides.",
+    lint_only: false,
     check,
 };
 

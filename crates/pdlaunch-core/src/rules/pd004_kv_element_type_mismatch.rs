@@ -23,6 +23,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Set the dtype once in `model.dtype` and remove per-side `--dtype` overrides (or set an explicit \
         `shared.kv_cache_dtype`).",
+    lint_only: false,
     check,
 };
 

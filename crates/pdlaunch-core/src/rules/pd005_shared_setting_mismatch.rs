@@ -30,6 +30,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Set the value once in its shared field (`model.*` or `shared.*`) and remove per-side overrides from \
         `prefill.extra_args`/`decode.extra_args`.",
+    lint_only: false,
     check,
 };
 

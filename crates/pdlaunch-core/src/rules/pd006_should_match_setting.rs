@@ -23,6 +23,7 @@ pub static RULE: Rule = Rule {
         "the gateway lists the prefill and the decode under different model names",
     ],
     fix: "Set the value once in its `model.*` field and remove per-side overrides from `extra_args`.",
+    lint_only: false,
     check,
 };
 

@@ -23,6 +23,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Choose `prefill.tp`/`decode.tp` (with `attn_dp`/`attn_cp`) so that one side's attention TP size is a \
         multiple of the other's.",
+    lint_only: false,
     check,
 };
 

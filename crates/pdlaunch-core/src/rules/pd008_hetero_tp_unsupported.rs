@@ -22,6 +22,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Use the same attention TP size on both sides (`prefill.tp`/`decode.tp` with `attn_dp`), or for \
         unified memory turn off `shared.enable_unified_memory`.",
+    lint_only: false,
     check,
 };
 

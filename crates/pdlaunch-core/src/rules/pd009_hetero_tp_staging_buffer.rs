@@ -22,6 +22,7 @@ pub static RULE: Rule = Rule {
     sglang_errors: &["Performance is NOT guaranteed when using different TP sizes for non-MLA models. "],
     fix: "Set `SGLANG_DISAGG_STAGING_BUFFER: \"1\"` in `shared.env` (both sides need it), or use the same attention \
         TP size on both sides.",
+    lint_only: false,
     check,
 };
 

@@ -16,6 +16,7 @@ pub static RULE: Rule = Rule {
         Every other combination fails an assertion there, which kills the decode scheduler.",
     sglang_errors: &["Decode pp size ({self.pp_size}) should be equal to prefill pp size ({info.pp_size}) or 1"],
     fix: "Set `decode.pp` to the prefill's PP size, or to 1.",
+    lint_only: false,
     check,
 };
 

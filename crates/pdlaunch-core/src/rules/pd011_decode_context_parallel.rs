@@ -20,6 +20,7 @@ pub static RULE: Rule = Rule {
         "CP is only supported for prefill when PD disaggregation, please remove --enable-prefill-cp.",
     ],
     fix: "Remove `decode.attn_cp` and `decode.enable_prefill_cp` (or the matching flags in `decode.extra_args`).",
+    lint_only: false,
     check,
 };
 

@@ -31,6 +31,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Use equal `prefill.dcp`/`decode.dcp`, or `prefill.dcp: 1` with an MLA model; on a DCP decode keep \
         `shared.transfer_backend` mooncake or nixl and drop `decode.decode_radix_cache` and `decode.hicache`.",
+    lint_only: false,
     check,
 };
 

@@ -15,6 +15,7 @@ pub static RULE: Rule = Rule {
     sglang_errors: &["Prefill server does not support 'fake' as the transfer backend"],
     fix: "Set `shared.transfer_backend` to a real backend (mooncake or nixl) and remove `fake` from \
         `prefill.extra_args`.",
+    lint_only: false,
     check,
 };
 

@@ -20,6 +20,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "On the decode, either set `decode.decode_radix_cache: true` next to `decode.hicache`, use \
         `decode.decode_offload_kvcache` with a storage backend instead, or remove `decode.hicache`.",
+    lint_only: false,
     check,
 };
 

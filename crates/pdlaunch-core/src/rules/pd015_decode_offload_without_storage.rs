@@ -22,6 +22,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Give the decode a `decode.hicache.storage_backend` (the prefill usually uses the same one), and do not \
         set `prefill.decode_offload_kvcache`.",
+    lint_only: false,
     check,
 };
 

@@ -18,6 +18,7 @@ pub static RULE: Rule = Rule {
         integer as the page size; zero fails this check with a division by zero.",
     sglang_errors: &["chunked_prefill_size must be divisible by page_size"],
     fix: "Set `prefill.chunked_prefill_size` to a multiple of `shared.page_size` times the prefill's `attn_dp`.",
+    lint_only: false,
     check,
 };
 

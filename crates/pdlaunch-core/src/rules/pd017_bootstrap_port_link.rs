@@ -29,6 +29,7 @@ pub static RULE: Rule = Rule {
     fix: "Set each prefill's bootstrap port only in `prefill.instances[i].bootstrap_port`: pdlaunch renders the \
         prefill flag, the router entry and the decode fallback from it. Remove `--disaggregation-bootstrap-port`, \
         `--port` and `--host` overrides from `extra_args`.",
+    lint_only: false,
     check,
 };
 

@@ -28,6 +28,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Bind servers to their node address or `0.0.0.0` (leave `prefill.bind_host` unset, or set it to \
         `0.0.0.0`), and give every node its real address in `instances[i].nodes[j].host`.",
+    lint_only: false,
     check,
 };
 

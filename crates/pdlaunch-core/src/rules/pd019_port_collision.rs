@@ -28,6 +28,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Give each process on a host its own ports: set distinct `port`, `bootstrap_port`, `dist_init_port` \
         (blocks of 7) and `nccl_port` on the instances that share a machine, and keep the router's `port` off them.",
+    lint_only: false,
     check,
 };
 

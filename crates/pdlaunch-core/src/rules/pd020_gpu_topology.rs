@@ -30,6 +30,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Give every node `tp × pp / nodes` GPUs, give colocated processes disjoint `base_gpu_id` ranges, and keep \
         each range within the node's `gpus_installed`.",
+    lint_only: false,
     check,
 };
 

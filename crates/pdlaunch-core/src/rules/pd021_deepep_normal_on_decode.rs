@@ -18,6 +18,7 @@ pub static RULE: Rule = Rule {
         token. Decode servers should use `low_latency` (or `auto`, which picks low-latency for decode batches).",
     sglang_errors: &["Cuda graph is disabled because deepep_mode=`normal`"],
     fix: "Set the decode side's `deepep_mode` to `low_latency` (or `auto`); keep `normal` on the prefill side only.",
+    lint_only: false,
     check,
 };
 

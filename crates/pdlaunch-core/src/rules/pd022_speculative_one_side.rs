@@ -25,6 +25,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Configure speculative decoding once in `shared.speculative` and do not set `--speculative-*` flags in one \
         side's `extra_args`.",
+    lint_only: false,
     check,
 };
 

@@ -26,6 +26,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Set `shared.kv_canary` (it renders on both sides) and do not pass `--kv-canary` in one side's `extra_args`; \
         on MLA models leave it `none`.",
+    lint_only: false,
     check,
 };
 

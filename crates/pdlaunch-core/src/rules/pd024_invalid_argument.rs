@@ -33,6 +33,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Spell every option as the target release's spec does (`pdlaunch explain` lists them), use a value from its \
         choices, and prefer the deployment field over `extra_args` when the schema models the flag.",
+    lint_only: false,
     check,
 };
 

@@ -26,6 +26,7 @@ pub static RULE: Rule = Rule {
         "{prog}: error: argument {argument}: invalid {type} value: {value}",
     ],
     fix: "Target a release that has the flag or value (`sglang_version`), or remove the field.",
+    lint_only: false,
     check,
 };
 

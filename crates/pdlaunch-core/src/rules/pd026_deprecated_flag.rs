@@ -28,6 +28,7 @@ pub static RULE: Rule = Rule {
     ],
     fix:
         "Use the replacement flag, or better the deployment field that renders it, instead of the deprecated spelling.",
+    lint_only: false,
     check,
 };
 

@@ -24,6 +24,7 @@ pub static RULE: Rule = Rule {
         only, desynchronizes the pair (KV layout, page size, dtype).",
     sglang_errors: &[],
     fix: "Remove the flag from `extra_args` and set the deployment field it renders from.",
+    lint_only: false,
     check,
 };
 

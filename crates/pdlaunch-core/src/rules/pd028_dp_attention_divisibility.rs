@@ -16,6 +16,7 @@ pub static RULE: Rule = Rule {
         the peer side then waits on a bootstrap that never comes up.",
     sglang_errors: &["assert self.tp_size % self.dp_size == 0"],
     fix: "Choose a DP-attention width (`attn_dp`) that divides the side's `tp`.",
+    lint_only: false,
     check,
 };
 

@@ -15,6 +15,7 @@ pub static RULE: Rule = Rule {
         still span every GPU. `check_server_args` asserts this, so the server exits at startup.",
     sglang_errors: &["multi-node data parallel is not supported unless dp attention!"],
     fix: "Use DP attention (`attn_dp`) for multi-node instances, or run each replica as its own instance.",
+    lint_only: false,
     check,
 };
 

@@ -19,6 +19,7 @@ pub static RULE: Rule = Rule {
         "moe_dense_tp_size only support 1 and None currently",
     ],
     fix: "Set the side's `moe_dense_tp` to 1 (or to its `tp` on 0.5.19+), or leave it unset.",
+    lint_only: false,
     check,
 };
 

@@ -16,6 +16,7 @@ pub static RULE: Rule = Rule {
         PP 1 while the prefill keeps PP.",
     sglang_errors: &["Pipeline parallelism is not compatible with overlap schedule, speculative decoding"],
     fix: "Set the side's `pp` to 1, or remove `shared.speculative`.",
+    lint_only: false,
     check,
 };
 

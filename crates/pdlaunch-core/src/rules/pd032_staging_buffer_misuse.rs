@@ -26,6 +26,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Enable the staging buffer only for non-MLA models over Mooncake or NIXL, with a prefill \
         `chunked_prefill_size` that is a positive multiple of `shared.page_size`.",
+    lint_only: false,
     check,
 };
 

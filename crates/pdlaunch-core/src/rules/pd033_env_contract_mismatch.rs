@@ -29,6 +29,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Put PD-contract variables in `shared.env` (rendered on every server) rather than in one side's `env`, and \
         leave `SGLANG_USE_HND_KVCACHE` unset.",
+    lint_only: false,
     check,
 };
 

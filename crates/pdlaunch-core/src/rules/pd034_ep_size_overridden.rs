@@ -20,6 +20,7 @@ pub static RULE: Rule = Rule {
         "DeepEP MoE is enabled. The expert parallel size is adjusted to be the same as the tensor parallel size[{self.tp_size}].",
     ],
     fix: "Leave `ep` unset (or equal to `tp`) on a side that uses an all-to-all MoE backend.",
+    lint_only: false,
     check,
 };
 

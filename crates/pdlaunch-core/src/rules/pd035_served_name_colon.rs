@@ -22,6 +22,7 @@ pub static RULE: Rule = Rule {
         "The following requested LoRA adapters are not loaded: {adapter}",
     ],
     fix: "Set `model.served_name` to a name without `:` (e.g. replace it with `-`).",
+    lint_only: false,
     check,
 };
 

@@ -28,6 +28,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Pin `shared.attention_backend` to a backend both GPU generations support (e.g. `flashinfer` on NVIDIA, \
         `triton` across NVIDIA and AMD) together with `shared.page_size`.",
+    lint_only: false,
     check,
 };
 

@@ -26,6 +26,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Choose `tp` (with `attn_dp`) so that the attention TP size divides the model's attention heads, and \
         either divides its KV heads or is a multiple of them.",
+    lint_only: false,
     check,
 };
 

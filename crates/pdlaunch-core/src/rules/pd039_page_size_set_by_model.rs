@@ -17,6 +17,7 @@ pub static RULE: Rule = Rule {
         that says 16 while SGLang uses 64 is misleading to read and to check against.",
     sglang_errors: &["no error: SGLang replaces --page-size for this architecture (DSA 64, DeepSeek-V4 256)"],
     fix: "Set `shared.page_size` to the value the architecture forces.",
+    lint_only: false,
     check,
 };
 

@@ -27,6 +27,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Lower `decode.max_running_requests` or `model.context_length`, give the decode more GPUs (`decode.tp`), \
         or store the KV cache in FP8 (`shared.kv_cache_dtype: fp8_e4m3`).",
+    lint_only: false,
     check,
 };
 

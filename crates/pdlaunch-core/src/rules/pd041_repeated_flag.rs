@@ -22,6 +22,7 @@ pub static RULE: Rule = Rule {
         whoever reads or edits the script, and edits to it have no effect.",
     sglang_errors: &["no error: argparse keeps the last occurrence of a repeated option"],
     fix: "Keep one occurrence of the option, with the value you mean.",
+    lint_only: true,
     check,
 };
 

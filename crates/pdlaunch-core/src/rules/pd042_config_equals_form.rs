@@ -16,6 +16,7 @@ pub static RULE: Rule = Rule {
         sets, e.g. page size 1 on one side while the other side's file says 64.",
     sglang_errors: &["no error: `--config=FILE` is silently ignored; the server runs without the file's settings"],
     fix: "Write `--config FILE` with a space, as two tokens.",
+    lint_only: false,
     check,
 };
 

@@ -22,6 +22,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Write keys as option names without `--` in the dash form (`page-size: 64`), use only plain options in the \
         file, and pass one `--config FILE.yaml`.",
+    lint_only: true,
     check,
 };
 

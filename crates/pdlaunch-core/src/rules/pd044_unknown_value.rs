@@ -16,6 +16,7 @@ pub static RULE: Rule = Rule {
         could not run.",
     sglang_errors: &[],
     fix: "Write the value literally or define the variable in the same file, or lint the referenced files too.",
+    lint_only: true,
     check,
 };
 

@@ -14,6 +14,7 @@ pub static RULE: Rule = Rule {
         checks still do.",
     sglang_errors: &[],
     fix: "Lint every file of the deployment in one run: `pdlaunch lint prefill.sh decode.sh router.sh`.",
+    lint_only: true,
     check,
 };
 

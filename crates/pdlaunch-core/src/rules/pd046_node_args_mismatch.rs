@@ -23,6 +23,7 @@ pub static RULE: Rule = Rule {
     sglang_errors: &["no error: each node reads its own arguments, and SGLang does not compare them across nodes"],
     fix: "Start every node of the server with the same arguments; only the node's own rank, address, GPUs and \
         NICs may differ.",
+    lint_only: true,
     check,
 };
 

@@ -17,7 +17,7 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
             .iter()
             .map(|r| {
                 serde_json::json!({"code": r.code, "rule": r.name, "severity": r.severity, "summary": r.summary,
-                    "cause": r.explanation, "fix": r.fix, "sglang_errors": r.sglang_errors})
+                    "cause": r.explanation, "fix": r.fix, "sglang_errors": r.sglang_errors, "lint_only": r.lint_only})
             })
             .collect();
         println!("{}", serde_json::to_string_pretty(&v)?);
