@@ -15,8 +15,10 @@ pub mod manifest;
 pub mod reconstruct;
 pub mod shell;
 pub mod source;
+mod terms;
 pub mod yaml;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -710,7 +712,15 @@ fn run_rules(group: &mut Group) -> Vec<Finding> {
         deployment: None,
         dropped: Vec::new(),
     };
-    let findings = rules::run(&ctx);
+    let mut findings = rules::run(&ctx);
+    for f in &mut findings {
+        if let Cow::Owned(m) = terms::in_flag_terms(&f.message) {
+            f.message = m;
+        }
+        if let Cow::Owned(fix) = terms::in_flag_terms(&f.fix) {
+            f.fix = fix;
+        }
+    }
     let Context { servers, router, .. } = ctx;
     for (s, v) in group.servers.iter_mut().zip(servers) {
         s.view = v;

@@ -482,3 +482,16 @@ fn a_node_rank_past_nnodes_is_left_out_of_the_reconstruction() {
         r.notes
     );
 }
+
+#[test]
+fn fixes_name_flags_not_deployment_fields() {
+    let l = run(&[("pd.sh", &pd(" --page-size 64", " --kv-cache-dtype fp8_e4m3"))]);
+    let texts: Vec<String> = l.findings.iter().map(|f| format!("{} {}", f.finding.message, f.finding.fix)).collect();
+    let page = texts.iter().find(|t| t.contains("page_size=64")).expect("PD001");
+    assert!(page.contains("set `--page-size` of every server to 64"), "{page}");
+    let dtype = texts.iter().find(|t| t.contains("kv_cache_dtype=auto")).expect("PD002");
+    assert!(dtype.contains("`--kv-cache-dtype` of every server"), "{dtype}");
+    for t in &texts {
+        assert!(!t.contains("`shared.") && !t.contains("`decode.") && !t.contains("`prefill."), "{t}");
+    }
+}

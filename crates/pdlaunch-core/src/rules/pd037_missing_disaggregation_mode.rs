@@ -19,7 +19,7 @@ pub static RULE: Rule = Rule {
     sglang_errors: &["Error fetching prefill parallel info from bootstrap: {e}"],
     fix: "Start every PD server with `--disaggregation-mode prefill` or `--disaggregation-mode decode`; do not \
         override it in `extra_args`.",
-    lint_only: true,
+    lint_only: false,
     check,
 };
 
