@@ -46,6 +46,18 @@ pub struct Launch {
     pub release: Option<crate::release::Release>,
     /// True when the process runs in its own machine namespace (a Kubernetes pod).
     pub isolated: bool,
+    /// Set when `srun` starts this multi-node server on several nodes with the same node rank.
+    pub srun_same_rank: Option<SrunSameRank>,
+}
+
+/// A multi-node server that `srun --nodes=N` starts with one argv, so one node rank, everywhere.
+#[derive(Clone, Debug)]
+pub struct SrunSameRank {
+    /// The nodes of the srun step.
+    pub nodes: u32,
+    /// The per-task variable (`$SLURM_NODEID`) that the script's shell expanded before srun ran,
+    /// as written; `None` when the rank is literal.
+    pub var: Option<String>,
 }
 
 /// What surrounds the commands being scanned.
@@ -255,12 +267,18 @@ pub fn scan_shell(
                         let at = lx.start(prog);
                         let python = is_python(lx.text(prog)).then(|| lx.text(prog).to_owned());
                         let args = (w0 + start..words.end).map(|k| lx.take_word(k)).collect();
-                        out.push(new_launch(around, (program, entry), (python, file, at), args, env));
+                        let launch = new_launch(around, (program, entry), (python, file, at), args, env);
+                        match srun_nodes((w0..prog).map(|k| lx.text(k)), vars) {
+                            Some(nodes) => push_per_node(vec![launch], nodes, out),
+                            None => out.push(launch),
+                        }
                     }
                     None => {
-                        for k in words {
+                        for k in words.clone() {
                             if might_hold_script(lx.text(k)) {
-                                scan_nested(&lx.take_word(k), &env, vars, around, out, depth);
+                                let nodes = srun_nodes((w0..k).map(|j| lx.text(j)), vars);
+                                let w = lx.take_word(k);
+                                scan_nested_per_node(&w, nodes, &env, vars, around, out, depth);
                             }
                         }
                     }
@@ -369,6 +387,7 @@ fn new_launch(
         gpu: around.gpu,
         release: around.release,
         isolated: around.isolated,
+        srun_same_rank: None,
     }
 }
 
@@ -391,6 +410,136 @@ fn scan_nested(
         let mut around = around.clone();
         around.env.extend(env.iter().cloned());
         scan_shell(&w.text, map, w.file, true, &mut inner, &around, out, depth + 1);
+    }
+}
+
+/// The most nodes of one srun step read as that many launches.
+const MAX_SRUN_NODES: u32 = 64;
+
+/// The variables srun sets differently in each task.
+const PER_TASK: &[&str] = &["SLURM_NODEID", "SLURM_PROCID", "SLURM_LOCALID"];
+
+/// The step's node count, which srun sets in every task.
+const STEP_NODES: &str = "SLURM_STEP_NUM_NODES";
+
+/// The node count of the `srun` among `prefix` (the words before the program it starts), when
+/// it starts one task on each of 2 to [`MAX_SRUN_NODES`] nodes: `-N 2`, `-N2`, `--nodes=2` or
+/// `--nodes 2`, with no other task count. `None` without srun, for one node, for several tasks
+/// per node, and for counts only known at run time (`-N $NODES`, a range `2-4`); and inside a
+/// task of a step read per node (`vars` has srun's variables), so that nested steps do not
+/// multiply.
+fn srun_nodes<'w>(prefix: impl Iterator<Item = &'w str>, vars: &Vars) -> Option<u32> {
+    if vars.get(STEP_NODES).is_some() {
+        return None;
+    }
+    let mut words = prefix.skip_while(|w| basename(w) != "srun").skip(1);
+    let (mut nodes, mut tasks, mut per_node) = (None, None, None);
+    while let Some(w) = words.next() {
+        let (name, inline) = match w.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n, Some(v)),
+            _ if w.len() > 2 && (w.starts_with("-N") || w.starts_with("-n")) => (&w[..2], Some(&w[2..])),
+            _ => (w, None),
+        };
+        let slot = match name {
+            "-N" | "--nodes" => &mut nodes,
+            "-n" | "--ntasks" => &mut tasks,
+            "--ntasks-per-node" => &mut per_node,
+            _ => continue,
+        };
+        let value = match inline {
+            Some(v) => v,
+            None => words.next()?,
+        };
+        *slot = Some(value.parse::<u32>().ok()?);
+    }
+    let n = nodes?;
+    let one_task_per_node = tasks.is_none_or(|t| t == n) && per_node.is_none_or(|p| p == 1);
+    ((2..=MAX_SRUN_NODES).contains(&n) && one_task_per_node).then_some(n)
+}
+
+/// The per-task variable among a word's unknown expansions (as written), if any.
+fn per_task_var(w: &Word) -> Option<&String> {
+    w.unknown.iter().find(|raw| {
+        let name = raw.trim_start_matches('$').trim_start_matches('{');
+        PER_TASK.iter().any(|v| {
+            name.strip_prefix(v).is_some_and(|rest| !rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
+        })
+    })
+}
+
+/// The value word of option `name` among a launch's arguments (`--name V` or `--name=V`).
+fn option_value<'a>(args: &'a [Word], name: &str) -> Option<&'a Word> {
+    let i =
+        args.iter().position(|w| w.text == name || w.text.strip_prefix(name).is_some_and(|r| r.starts_with('=')))?;
+    if args[i].text.len() > name.len() {
+        Some(&args[i])
+    } else {
+        args.get(i + 1)
+    }
+}
+
+/// Pushes `launches`, read once from a command that srun starts on `nodes` nodes with the same
+/// argv. A multi-node server (`--nnodes` other than 1, or a `--node-rank`) whose rank is literal,
+/// absent or a per-task variable the script's shell already expanded gets one node rank on every
+/// node: it is pushed once and marked (PD047). A rank in another unknown variable stays unknown
+/// (one launch). Anything else runs once per node: a copy each.
+fn push_per_node(launches: Vec<Launch>, nodes: u32, out: &mut Vec<Launch>) {
+    for mut l in launches {
+        let nnodes = option_value(&l.args, "--nnodes");
+        let rank = option_value(&l.args, "--node-rank");
+        let multi_node = rank.is_some()
+            || nnodes.is_some_and(|w| w.is_symbolic() || w.text.rsplit('=').next().is_none_or(|v| v != "1"));
+        if l.program != Program::Server || !multi_node {
+            out.extend(std::iter::repeat_n(l, nodes as usize));
+            continue;
+        }
+        let var = match rank {
+            Some(w) if w.is_symbolic() => match per_task_var(w) {
+                Some(v) => Some(v.clone()),
+                None => {
+                    out.push(l);
+                    continue;
+                }
+            },
+            _ => None,
+        };
+        l.srun_same_rank = Some(SrunSameRank { nodes, var });
+        out.push(l);
+    }
+}
+
+/// Reads the shell string `w` that srun starts on `nodes` nodes (when it does). When the string
+/// names a per-task variable that the script's shell leaves to the task (single quotes), it is
+/// read once per node with srun's variables set; otherwise once, through [`push_per_node`].
+fn scan_nested_per_node(
+    w: &Word,
+    nodes: Option<u32>,
+    env: &[(String, String)],
+    vars: &Vars,
+    around: &Surroundings,
+    out: &mut Vec<Launch>,
+    depth: usize,
+) {
+    let Some(n) = nodes else { return scan_nested(w, env, vars, around, out, depth) };
+    let per_task = PER_TASK.iter().any(|v| w.text.contains(v)) && per_task_var(w).is_none();
+    if !per_task {
+        let mut once = Vec::new();
+        scan_nested(w, env, vars, around, &mut once, depth);
+        return push_per_node(once, n, out);
+    }
+    for node in 0..n {
+        let mut inner = vars.clone();
+        let set = |vars: &mut Vars, name: &str, value: u32| {
+            vars.set(name, VarValue { text: Some(value.to_string()), map: Vec::new() });
+        };
+        for name in ["SLURM_NODEID", "SLURM_PROCID"] {
+            set(&mut inner, name, node);
+        }
+        set(&mut inner, "SLURM_LOCALID", 0);
+        for name in ["SLURM_NNODES", STEP_NODES, "SLURM_NTASKS", "SLURM_STEP_NUM_TASKS", "SLURM_NPROCS"] {
+            set(&mut inner, name, n);
+        }
+        scan_nested(w, env, &inner, around, out, depth);
     }
 }
 

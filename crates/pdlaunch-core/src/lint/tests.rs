@@ -495,3 +495,84 @@ fn fixes_name_flags_not_deployment_fields() {
         assert!(!t.contains("`shared.") && !t.contains("`decode.") && !t.contains("`prefill."), "{t}");
     }
 }
+
+/// A SLURM job whose prefill and decode each run on two nodes through one srun: `{P}` is the
+/// prefill's srun command around `{ARGS}`, its server arguments after the model path.
+fn srun_job(prefill: &str) -> String {
+    let args = "--disaggregation-mode prefill --tp-size 16 --dist-init-addr n1:5000 --host 0.0.0.0 --port 30000";
+    let prefill = prefill.replace("{ARGS}", args);
+    format!(
+        "#!/bin/bash\n#SBATCH --nodes=4\n#SBATCH --gres=gpu:h200:8\n\
+         srun -w n[1-2] {prefill} &\n\
+         srun --nodes=2 --ntasks-per-node=1 -w n[3-4] bash -c 'python3 -m sglang.launch_server --model-path m \
+         --disaggregation-mode decode --tp-size 16 --dist-init-addr n3:5000 --nnodes 2 --node-rank $SLURM_NODEID \
+         --host 0.0.0.0 --port 30001' &\n\
+         python3 -m sglang_router.launch_router --pd-disaggregation --prefill http://n1:30000 --decode http://n3:30001 --port 8000\n"
+    )
+}
+
+#[test]
+fn srun_starts_a_command_on_each_node_of_its_step() {
+    let node_ranks = |l: &Linted, side: &str| -> Vec<usize> {
+        l.groups[0].servers.iter().filter(|s| s.view.label.starts_with(side)).map(|s| s.view.node).collect()
+    };
+    // Single quotes leave `$SLURM_NODEID` to each task's shell: one node each, ranks 0 and 1.
+    for prefill in [
+        "--nodes=2 bash -c 'python3 -m sglang.launch_server --model-path m {ARGS} --nnodes 2 --node-rank $SLURM_NODEID'",
+        "-N2 -n 2 bash -c \"python3 -m sglang.launch_server --model-path m {ARGS} --nnodes 2 --node-rank \\${SLURM_PROCID}\"",
+    ] {
+        let l = run(&[("job.sbatch", &srun_job(prefill))]);
+        assert_eq!(l.launches.len(), 5, "{prefill}");
+        assert_eq!(node_ranks(&l, "prefill"), [0, 1], "{prefill}");
+        assert_eq!(node_ranks(&l, "decode"), [0, 1], "{prefill}");
+        assert!(codes(&l).is_empty() && !notes(&l).contains(&"PD044"), "{prefill}: {:#?}", l.findings);
+    }
+    // A server of one node runs once per node: two replicas.
+    let l = run(&[("job.sbatch", &srun_job("-N 2 python3 -m sglang.launch_server --model-path m {ARGS}"))]);
+    assert_eq!(l.launches.len(), 5);
+    assert_eq!(l.groups[0].servers.iter().filter(|s| s.view.label.starts_with("prefill")).count(), 2);
+    // Several tasks per node, one node, or a count known at run time: read once, as before.
+    for prefill in ["-N 2 -n 4", "--nodes=2 --ntasks-per-node=2", "-N 1", "-N 2-4", "-N $NODES", "-N 65"] {
+        let command = format!("{prefill} bash -c 'python3 -m sglang.launch_server --model-path m {{ARGS}}'");
+        assert_eq!(run(&[("job.sbatch", &srun_job(&command))]).launches.len(), 4, "{prefill}");
+    }
+}
+
+#[test]
+fn srun_giving_every_node_one_rank_is_reported() {
+    let cases = [
+        // Expanded by the script's shell: on the srun line, or inside double quotes.
+        ("--nodes=2 python3 -m sglang.launch_server --model-path m {ARGS} --nnodes 2 --node-rank $SLURM_NODEID", "`$SLURM_NODEID` is expanded once"),
+        ("-N 2 bash -c \"python3 -m sglang.launch_server --model-path m {ARGS} --nnodes 2 --node-rank ${SLURM_NODEID}\"", "`${SLURM_NODEID}` is expanded once"),
+        // A literal rank, or none, is the same on every node.
+        ("-N 2 bash -c 'python3 -m sglang.launch_server --model-path m {ARGS} --nnodes 2 --node-rank 0'", "the same `--node-rank 0`"),
+        ("-N 2 python3 -m sglang.launch_server --model-path m {ARGS} --nnodes=2", "the same `--node-rank 0`"),
+    ];
+    for (prefill, says) in cases {
+        let l = run(&[("job.sbatch", &srun_job(prefill))]);
+        let f: Vec<_> = l.findings.iter().filter(|f| f.finding.code == "PD047").collect();
+        assert_eq!(f.len(), 1, "{prefill}: {:#?}", l.findings);
+        let message = &f[0].finding.message;
+        assert!(
+            message.starts_with("prefill[0] node 0 (job.sbatch:4): srun starts this server on 2 nodes"),
+            "{message}"
+        );
+        assert!(message.contains(says), "{prefill}: {message}");
+        assert!(!notes(&l).contains(&"PD044"), "the variable is explained, not reported unknown: {:#?}", l.findings);
+    }
+    // A rank in a variable of the script's own stays unknown.
+    let l = run(&[(
+        "job.sbatch",
+        &srun_job("-N 2 python3 -m sglang.launch_server --model-path m {ARGS} --nnodes 2 --node-rank $RANK"),
+    )]);
+    assert!(!codes(&l).contains(&"PD047"), "{:#?}", l.findings);
+}
+
+#[test]
+fn srun_inside_an_srun_task_is_not_read_per_node_again() {
+    // A 64-node step whose tasks each start a 64-node step: read per node once (64 launches, not
+    // 4,096), as deeper nesting would multiply further.
+    let job = "srun -N 64 bash -c 'srun -N 64 bash -c \"python3 -m sglang.launch_server --model-path m --port \\$SLURM_NODEID\"'";
+    let l = run(&[("job.sh", job)]);
+    assert_eq!(l.launches.len(), 64);
+}

@@ -58,12 +58,14 @@ mod pd043_config_file_key;
 mod pd044_unknown_value;
 mod pd045_incomplete_deployment;
 mod pd046_node_args_mismatch;
+mod pd047_srun_same_node_rank;
 
 // Rules whose findings the linter raises itself, named directly (looking them up by code for
 // every group cost more than the lookup is worth).
 pub(crate) use pd043_config_file_key::RULE as PD043;
 pub(crate) use pd044_unknown_value::RULE as PD044;
 pub(crate) use pd045_incomplete_deployment::RULE as PD045;
+pub(crate) use pd047_srun_same_node_rank::RULE as PD047;
 
 /// Every rule, in code order. Codes are stable: never renumber, only append.
 pub static RULES: &[&Rule] = &[
@@ -113,6 +115,7 @@ pub static RULES: &[&Rule] = &[
     &pd044_unknown_value::RULE,
     &pd045_incomplete_deployment::RULE,
     &pd046_node_args_mismatch::RULE,
+    &pd047_srun_same_node_rank::RULE,
 ];
 
 /// The rule with this code (case-insensitive), or with this name.
@@ -722,7 +725,7 @@ mod lint_only_tests {
         assert!(check(&nulled).findings.iter().any(|f| f.code == "PD037"));
         all.extend([repeated, nulled, deepseek()]);
         let lint_only: Vec<&Rule> = RULES.iter().copied().filter(|r| r.lint_only).collect();
-        assert_eq!(lint_only.len(), 5);
+        assert_eq!(lint_only.len(), 6);
         for d in &all {
             let plan = crate::plan::plan(d);
             let ctx = Context::from_deployment(d, &plan);

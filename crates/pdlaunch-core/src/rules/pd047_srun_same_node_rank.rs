@@ -1,0 +1,33 @@
+//! PD047: `srun` starts a multi-node server on several nodes with one node rank for all.
+
+use super::{Context, Finding, Rule, Severity};
+
+/// `srun --nodes=N` starts its command once per node with the same argv. A multi-node SGLang
+/// server needs a different `--node-rank` on each node, so the rank must be expanded by each
+/// task's own shell. Written straight on the srun line (or inside a double-quoted `bash -c`),
+/// `$SLURM_NODEID` is expanded once, by the shell running the script, before srun starts.
+pub static RULE: Rule = Rule {
+    code: "PD047",
+    name: "srun-same-node-rank",
+    severity: Severity::Error,
+    summary: "`srun --nodes=N` starts a multi-node server with the same `--node-rank` on every node",
+    explanation: "srun runs one argv on all the nodes of its step. `--node-rank $SLURM_NODEID` on the srun line \
+        is expanded by the batch script's shell before srun starts (0 in an sbatch script, where the script runs \
+        as node 0 of the job), and a literal rank is the same everywhere. Every node then joins the rendezvous \
+        as the same rank: the second one cannot bind the rendezvous port, or the instance waits for ranks that \
+        never come and the server hangs at start-up.",
+    sglang_errors: &[
+        "every node of a multi-node server starts as the same node rank; the rendezvous never completes",
+        "The server socket has failed to listen on any local network address",
+    ],
+    fix: "Let each node's shell expand the rank: `srun --nodes=2 --ntasks-per-node=1 bash -c 'exec python3 -m \
+        sglang.launch_server ... --node-rank $SLURM_NODEID'` (single quotes), or start each node with its own \
+        srun and a literal `--node-rank`.",
+    lint_only: true,
+    check,
+};
+
+/// The linter reports these while reading launches.
+fn check(_: &Context) -> Vec<Finding> {
+    Vec::new()
+}
