@@ -8,7 +8,8 @@ use std::borrow::Cow;
 
 use crate::flags::{ROUTER_FLAGS, SERVER_FLAGS};
 
-/// `text` with each backquoted deployment field that renders a flag replaced by that flag.
+/// `text` with each backquoted deployment field that renders a flag replaced by that flag, and
+/// each backquoted `field: value` by `--flag value`.
 pub(crate) fn in_flag_terms(text: &str) -> Cow<'_, str> {
     if !text.contains('`') {
         return Cow::Borrowed(text);
@@ -20,7 +21,7 @@ pub(crate) fn in_flag_terms(text: &str) -> Cow<'_, str> {
         let Some(len) = rest[open + 1..].find('`') else { break };
         let quoted = &rest[open + 1..open + 1 + len];
         out.push_str(&rest[..open]);
-        match phrase(quoted) {
+        match in_lint_words(quoted) {
             Some(p) => {
                 out.push_str(&p);
                 changed = true;
@@ -40,20 +41,33 @@ pub(crate) fn in_flag_terms(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// The lint wording of one deployment field path, when it has one.
-fn phrase(path: &str) -> Option<String> {
-    let (head, rest) = path.split_once('.')?;
-    let whom = match head {
+/// The lint wording of one backquoted deployment term, when it has one.
+fn in_lint_words(quoted: &str) -> Option<String> {
+    if let Some((path, value)) = quoted.split_once(": ") {
+        return flag_of(path).map(|(flag, whom)| format!("`{flag} {value}` on {whom}"));
+    }
+    if let Some(side) = quoted.strip_suffix(".env").filter(|s| matches!(*s, "shared" | "prefill" | "decode")) {
+        return Some(format!("the environment of {}", servers(side)?));
+    }
+    flag_of(quoted).map(|(flag, whom)| format!("`{flag}` of {whom}"))
+}
+
+/// The servers that the deployment part `head` (`shared`, `prefill`...) configures.
+fn servers(head: &str) -> Option<&'static str> {
+    Some(match head {
         "shared" | "model" => "every server",
         "prefill" => "the prefill servers",
         "decode" => "the decode servers",
         "router" => "the router",
         _ => return None,
-    };
+    })
+}
+
+/// The flag that deployment field `path` renders and the servers it concerns, when it renders one.
+fn flag_of(path: &str) -> Option<(&'static str, &'static str)> {
+    let (head, rest) = path.split_once('.')?;
+    let whom = servers(head)?;
     let (def, prop) = match (head, rest.split_once('.')) {
-        (_, None) if rest == "env" && head != "model" && head != "router" => {
-            return Some(format!("the environment of {whom}"));
-        }
         ("shared", Some(("speculative", prop))) => ("Speculative", prop),
         ("prefill" | "decode", Some(("hicache", prop))) => ("HiCache", prop),
         (_, Some(_)) => return None,
@@ -65,7 +79,7 @@ fn phrase(path: &str) -> Option<String> {
     let field = format!("{def}.{prop}");
     let flags = if head == "router" { ROUTER_FLAGS } else { SERVER_FLAGS };
     let flag = flags.iter().find(|f| f.field == field)?;
-    Some(format!("`{}` of {whom}", flag.name))
+    Some((flag.name, whom))
 }
 
 #[cfg(test)]
@@ -85,6 +99,7 @@ mod tests {
             ("`router.port`", "`--port` of the router"),
             ("`model.context_length`", "`--context-length` of every server"),
             ("set `NCCL_IB_GID_INDEX` in `shared.env`", "set `NCCL_IB_GID_INDEX` in the environment of every server"),
+            ("FP8 (`shared.kv_cache_dtype: fp8_e4m3`)", "FP8 (`--kv-cache-dtype fp8_e4m3` on every server)"),
         ];
         for (text, want) in cases {
             assert_eq!(in_flag_terms(text), want, "{text}");
@@ -92,6 +107,7 @@ mod tests {
         // pdlaunch's own settings, fields of no flag, other quotes and an unclosed quote stay.
         for text in [
             "set `model.preset` or `decode.gpu`",
+            "`router.env` and `model.preset: deepseek-v3`",
             "`decode.instances[0].port` and `decode.extra_args`",
             "`--page-size 1` `a.b` no quotes",
             "a `shared.page_size",
