@@ -190,7 +190,10 @@ fn edits_for(f: &LintFinding, group: &Group, files: &[SourceFile]) -> Vec<Edit> 
         _ => None,
     };
     match result {
-        Some(e) if shared_ok(&e) => e,
+        // Nodes started by one command give the same edit once each: keep one.
+        Some(e) if shared_ok(&e) => {
+            e.iter().enumerate().filter(|(i, x)| !e[..*i].contains(x)).map(|(_, x)| x.clone()).collect()
+        }
         _ => Vec::new(),
     }
 }
@@ -212,14 +215,16 @@ fn node_args(f: &LintFinding, group: &Group, files: &[SourceFile]) -> Option<Vec
     Some(out)
 }
 
-/// True when the edited word also feeds another server (a shared variable or config file).
+/// True when the edited word also feeds a server written elsewhere (through a shared variable or
+/// config file). Servers that one command starts (the pods of a template, the tasks of an srun)
+/// take the edit together, as they must share their arguments.
 fn shared_word(group: &Group, e: &Edit) -> bool {
-    let users = group
+    let mut users = group
         .servers
         .iter()
         .filter(|s| s.words.iter().any(|w| w.file == e.file && w.start < e.end.max(e.start + 1) && e.start < w.end))
-        .count();
-    users > 1
+        .map(|s| s.written_at);
+    users.next().is_some_and(|first| users.any(|other| other != first))
 }
 
 /// The page size both sides keep: the larger effective value, checked by simulation.

@@ -123,14 +123,13 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
                 }
                 // Once per group: a template nested in another one's pods is read once per outer
                 // pod, not 64 times more at every level.
-                let pods =
-                    lws_ranks(node, &k.text).filter(|_| !around.env.iter().any(|(name, _)| name == "LWS_WORKER_INDEX"));
-                match pods {
-                    Some((size, ranks)) => {
-                        for rank in ranks {
+                let inside_a_pod = || around.env.iter().any(|(name, _)| INDEX_VARS.contains(&name.as_str()));
+                match group_pods(node, &k.text, v).filter(|_| !inside_a_pod()) {
+                    Some(pods) => {
+                        for rank in pods.ranks {
                             let env_len = around.env.len();
-                            around.env.push(("LWS_GROUP_SIZE".to_owned(), size.to_string()));
-                            around.env.push(("LWS_WORKER_INDEX".to_owned(), rank.to_string()));
+                            around.env.push((pods.vars.0.to_owned(), pods.size.to_string()));
+                            around.env.push((pods.vars.1.to_owned(), rank.to_string()));
                             walk(v, file, dialect, around, out, depth + 1);
                             around.env.truncate(env_len);
                         }
@@ -155,25 +154,62 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
 /// an instance anyway).
 const MAX_LWS_GROUP: u32 = 64;
 
-/// For the `leaderTemplate` or `workerTemplate` of a LeaderWorkerSet's `leaderWorkerTemplate`
-/// (`node`): the group size and the worker indices of the pods the template starts. LWS gives each
-/// container `LWS_GROUP_SIZE` and `LWS_WORKER_INDEX` (SGLang's LWS guide also maps the latter
-/// from the pod's worker-index label), which SGLang's `--nnodes` and `--node-rank` read. The
-/// leader is index 0; without a `leaderTemplate`, the worker template starts the leader too.
-fn lws_ranks(node: &Node, key: &str) -> Option<(u32, std::ops::Range<u32>)> {
-    if !matches!(key, "leaderTemplate" | "workerTemplate") || node.get("workerTemplate").is_none() {
-        return None;
-    }
-    let size = match node.get("size") {
-        None => 1,
-        Some(n) => n.str()?.trim().parse::<u32>().ok().filter(|s| *s >= 1)?,
+/// The variables holding a leader-worker group's size and a pod's index in it: LeaderWorkerSet's
+/// (also under a RoleBasedGroup `leaderWorkerSet`, which creates one), and those of RoleBasedGroup's
+/// `leaderWorkerPattern`.
+const LWS_VARS: (&str, &str) = ("LWS_GROUP_SIZE", "LWS_WORKER_INDEX");
+const RBG_LWP_VARS: (&str, &str) = ("RBG_LWP_GROUP_SIZE", "RBG_LWP_WORKER_INDEX");
+const INDEX_VARS: [&str; 2] = [LWS_VARS.1, RBG_LWP_VARS.1];
+
+/// The pods that one template of a leader-worker group starts.
+struct Pods {
+    /// The group size.
+    size: u32,
+    /// The worker indices of the pods the template starts (the leader is 0).
+    ranks: std::ops::Range<u32>,
+    /// The variables that hold the size and the index.
+    vars: (&'static str, &'static str),
+}
+
+/// The pods that the value `value` of `key` in mapping `node` starts, when it is the template of
+/// a leader-worker group, each pod getting the group's variables (which SGLang's `--nnodes` and
+/// `--node-rank` read):
+/// - a LeaderWorkerSet's `leaderTemplate` (index 0) and `workerTemplate` (1.., or 0.. without a
+///   leader template) under its `leaderWorkerTemplate`;
+/// - a RoleBasedGroup role's `leaderWorkerPattern` (`size`, `template`) and the `template` of a role
+///   with a `leaderWorkerSet` (`size`): one template for every pod. Their leader and worker
+///   patches are merged into it by the operator; when a patch changes the containers, the pods
+///   differ in ways not read here, so the template is read once, as a plain one.
+fn group_pods(node: &Node, key: &str, value: &Node) -> Option<Pods> {
+    let size_of = |n: Option<&Node>| match n {
+        None => Some(1),
+        Some(n) => n.str()?.trim().parse::<u32>().ok().filter(|s| *s >= 1),
     };
-    let first = match key {
-        "leaderTemplate" => return Some((size, 0..1)),
-        _ if node.get("leaderTemplate").is_some() => 1,
-        _ => 0,
+    let patches_containers = |group: &Node, patches: [&str; 2]| {
+        patches.iter().any(|p| group.get(p).and_then(|t| t.get("spec")).and_then(|s| s.get("containers")).is_some())
     };
-    Some((size, first..size.min(MAX_LWS_GROUP)))
+    let (size, first, vars) = match key {
+        "leaderTemplate" | "workerTemplate" if node.get("workerTemplate").is_some() => {
+            let size = size_of(node.get("size"))?;
+            match key {
+                "leaderTemplate" => return Some(Pods { size, ranks: 0..1, vars: LWS_VARS }),
+                _ if node.get("leaderTemplate").is_some() => (size, 1, LWS_VARS),
+                _ => (size, 0, LWS_VARS),
+            }
+        }
+        "leaderWorkerPattern" if !patches_containers(value, ["leaderTemplatePatch", "workerTemplatePatch"]) => {
+            (size_of(value.get("size"))?, 0, RBG_LWP_VARS)
+        }
+        "template" => {
+            let lws = node.get("leaderWorkerSet").filter(|l| matches!(l, Node::Map(_)))?;
+            if patches_containers(lws, ["patchLeaderTemplate", "patchWorkerTemplate"]) {
+                return None;
+            }
+            (size_of(lws.get("size"))?, 0, LWS_VARS)
+        }
+        _ => return None,
+    };
+    Some(Pods { size, ranks: first..size.min(MAX_LWS_GROUP), vars })
 }
 
 /// Keeps a name as a role hint when it names a role (lowercase).
@@ -456,6 +492,41 @@ mod tests {
             $(LWS_GROUP_SIZE), --node-rank, $(LWS_WORKER_INDEX)]\n"
         );
         assert_eq!(scan(&nested).len(), MAX_LWS_GROUP as usize);
+    }
+
+    #[test]
+    fn role_based_group_leader_worker_roles_start_one_node_per_pod() {
+        // The template at `indent`, whose command reads the group's variables.
+        let template = |indent: &str, (size, index): (&str, &str)| {
+            format!(
+                "{indent}spec:\n{indent}  containers:\n{indent}  - command: [python3, -m, sglang.launch_server, \
+                 --nnodes, $({size}), --node-rank, $({index})]\n"
+            )
+        };
+        let ranks = |text: &str| -> Vec<String> {
+            scan(text).iter().map(|l| format!("{} {}", l.args[1].text, l.args[3].text)).collect()
+        };
+        // v1alpha2: a leaderWorkerPattern's one template starts every pod.
+        let lwp = |size: &str, patch: &str| {
+            format!(
+                "apiVersion: workloads.x-k8s.io/v1alpha2\nkind: RoleBasedGroup\nspec:\n  roles:\n  - name: prefill\n    \
+                 leaderWorkerPattern:\n      size: {size}\n      template:\n{}{patch}",
+                template("        ", RBG_LWP_VARS)
+            )
+        };
+        let labels = "      leaderTemplatePatch:\n        metadata: {labels: {role: leader}}\n";
+        assert_eq!(ranks(&lwp("3", labels)), ["3 0", "3 1", "3 2"]);
+        // A patch that changes the containers makes the pods differ: read once, names unknown.
+        let own = "      workerTemplatePatch:\n        spec:\n          containers:\n          - name: sglang\n";
+        assert_eq!(ranks(&lwp("2", own)), ["$(RBG_LWP_GROUP_SIZE) $(RBG_LWP_WORKER_INDEX)"]);
+        // v1alpha1: the role's template, with a leaderWorkerSet beside it (an LWS underneath).
+        let v1 = format!(
+            "apiVersion: workloads.x-k8s.io/v1alpha1\nkind: RoleBasedGroup\nspec:\n  roles:\n  - name: decode\n    \
+             leaderWorkerSet:\n      size: 2\n      patchWorkerTemplate:\n        metadata: {{labels: {{a: b}}}}\n    \
+             template:\n{}",
+            template("      ", LWS_VARS)
+        );
+        assert_eq!(ranks(&v1), ["2 0", "2 1"]);
     }
 
     #[test]
