@@ -487,8 +487,8 @@ fn push_per_node(launches: Vec<Launch>, nodes: u32, out: &mut Vec<Launch>) {
     for mut l in launches {
         let nnodes = option_value(&l.args, "--nnodes");
         let rank = option_value(&l.args, "--node-rank");
-        let multi_node = rank.is_some()
-            || nnodes.is_some_and(|w| w.is_symbolic() || w.text.rsplit('=').next().is_none_or(|v| v != "1"));
+        let multi_node =
+            rank.is_some() || nnodes.is_some_and(|w| w.is_symbolic() || w.text.rsplit('=').next() != Some("1"));
         if l.program != Program::Server || !multi_node {
             out.extend(std::iter::repeat_n(l, nodes as usize));
             continue;
