@@ -576,3 +576,48 @@ fn srun_inside_an_srun_task_is_not_read_per_node_again() {
     let l = run(&[("job.sh", job)]);
     assert_eq!(l.launches.len(), 64);
 }
+
+#[test]
+fn node_ranks_must_cover_zero_to_nnodes() {
+    // Two-node servers written out once per node; `{P1}` is the prefill's second line's rank and
+    // `{N}` every node's `--nnodes`.
+    let job = |rank1: &str, nnodes: &str| {
+        let node = |mode: &str, rank: &str, host: &str, rdv: &str, port: u16| {
+            format!(
+                "python3 -m sglang.launch_server --model-path m --disaggregation-mode {mode} --tp 16 --nnodes {nnodes} \
+                 --node-rank {rank} --dist-init-addr {rdv}:5000 --host {host} --port {port}\n"
+            )
+        };
+        [
+            node("prefill", "0", "h1", "h1", 30000),
+            node("prefill", rank1, "h2", "h1", 30000),
+            node("decode", "0", "h3", "h3", 30000),
+            node("decode", "1", "h4", "h3", 30000),
+            "python3 -m sglang_router.launch_router --pd-disaggregation --prefill http://h1:30000 --decode \
+             http://h3:30000 --port 8000\n"
+                .to_owned(),
+        ]
+        .concat()
+    };
+    let pd048 = |l: &Linted| -> Vec<(Severity, String)> {
+        l.findings
+            .iter()
+            .filter(|f| f.finding.code == "PD048")
+            .map(|f| (f.finding.severity, f.finding.message.clone()))
+            .collect()
+    };
+    assert!(pd048(&run(&[("nodes.sh", &job("1", "2"))])).is_empty());
+    // A copied line that kept its rank past the node count.
+    let f = pd048(&run(&[("nodes.sh", &job("2", "2"))]));
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].0, Severity::Error);
+    assert!(f[0].1.contains("prefill[0] node 2 (nodes.sh:2) has `--node-rank 2` but `--nnodes 2`"), "{}", f[0].1);
+    // `--nnodes` raised without the node: each side waits for its node 2.
+    let f = pd048(&run(&[("nodes.sh", &job("1", "3"))]));
+    assert_eq!(f.len(), 2, "{f:?}");
+    assert_eq!(f[0].0, Severity::Warning);
+    assert!(f[0].1.contains("has `--nnodes 3`, but the linted material starts only nodes 0 and 1"), "{}", f[0].1);
+    // One node of a server in the material says nothing about files not linted.
+    let node0 = job("1", "3").lines().next().unwrap().to_owned();
+    assert!(pd048(&run(&[("node0.sh", &node0)])).is_empty());
+}

@@ -59,6 +59,7 @@ mod pd044_unknown_value;
 mod pd045_incomplete_deployment;
 mod pd046_node_args_mismatch;
 mod pd047_srun_same_node_rank;
+mod pd048_node_ranks;
 
 // Rules whose findings the linter raises itself, named directly (looking them up by code for
 // every group cost more than the lookup is worth).
@@ -116,6 +117,7 @@ pub static RULES: &[&Rule] = &[
     &pd045_incomplete_deployment::RULE,
     &pd046_node_args_mismatch::RULE,
     &pd047_srun_same_node_rank::RULE,
+    &pd048_node_ranks::RULE,
 ];
 
 /// The rule with this code (case-insensitive), or with this name.
@@ -725,7 +727,7 @@ mod lint_only_tests {
         assert!(check(&nulled).findings.iter().any(|f| f.code == "PD037"));
         all.extend([repeated, nulled, deepseek()]);
         let lint_only: Vec<&Rule> = RULES.iter().copied().filter(|r| r.lint_only).collect();
-        assert_eq!(lint_only.len(), 6);
+        assert_eq!(lint_only.len(), 7);
         for d in &all {
             let plan = crate::plan::plan(d);
             let ctx = Context::from_deployment(d, &plan);
