@@ -197,6 +197,11 @@ describe('pdlaunch web app', () => {
     await page.fill('#lint-input', drifted);
     await page.waitForSelector('.lint .finding[data-code="PD001"]');
     assert.ok((await page.locator('.lint .source .line.hit').count()) > 0, 'offending lines are highlighted');
+    // The script does not say its GPUs: named per side, the rules that need them run.
+    assert.ok((await page.locator('.lint .finding[data-code="PD036"]').count()) > 0);
+    await page.selectOption('#lint-prefill-gpu', 'h200');
+    await page.selectOption('#lint-decode-gpu', 'h200');
+    await page.waitForSelector('.lint .finding[data-code="PD036"]', { state: 'detached' });
     // The fixed pair: both servers now use one page size.
     const fixed = await page.textContent('.fixed-text');
     assert.equal((fixed.match(/--page-size 64/g) ?? []).length, 2, fixed);

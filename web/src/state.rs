@@ -4,7 +4,7 @@
 
 use std::rc::Rc;
 
-use pdlaunch_core::deployment::Deployment;
+use pdlaunch_core::deployment::{Deployment, Role};
 use pdlaunch_core::examples::EXAMPLES;
 use pdlaunch_core::fix::{self, Fix};
 use pdlaunch_core::load::{parse_deployment, LoadError, Syntax};
@@ -157,8 +157,9 @@ pub struct State {
     pub explain: String,
     /// Files given to Lint (name, text); the text box edits the first.
     pub lint: Rc<Vec<(String, String)>>,
-    /// What the linted material does not say: the servers' GPU and the SGLang release.
-    pub lint_gpu: Option<String>,
+    /// What the linted material does not say: the GPU of the prefill and of the decode servers,
+    /// and the SGLang release.
+    pub lint_gpu: [Option<String>; 2],
     /// See [`Self::lint_gpu`].
     pub lint_release: Option<String>,
     /// A status line for the live region ("Imported ...", load errors).
@@ -192,8 +193,8 @@ pub enum Action {
     LintFiles(Vec<(String, String)>),
     /// Text typed or pasted into Lint's text box (the first file).
     LintText(String),
-    /// The GPU Lint assumes for every server (`None`: unknown).
-    LintGpu(Option<String>),
+    /// The GPU Lint assumes for the servers of one side (`None`: unknown).
+    LintGpu(Role, Option<String>),
     /// The SGLang release Lint reads the commands with (`None`: from the material, else newest).
     LintRelease(Option<String>),
     /// Show a status line.
@@ -224,7 +225,7 @@ impl State {
             output: OutputTab::Shell,
             explain: String::new(),
             lint: Rc::new(Vec::new()),
-            lint_gpu: None,
+            lint_gpu: [None, None],
             lint_release: None,
             notice: None,
         };
@@ -408,7 +409,7 @@ impl Reducible for State {
                 }
                 s.lint = Rc::new(files);
             }
-            Action::LintGpu(g) => s.lint_gpu = g,
+            Action::LintGpu(role, g) => s.lint_gpu[role as usize] = g,
             Action::LintRelease(r) => s.lint_release = r,
             Action::Notice(n) => s.notice = Some(n),
             Action::ComputeFixes(rev) => {

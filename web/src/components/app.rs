@@ -65,7 +65,7 @@ pub fn App() -> Html {
         View::Builder => builder(&BuilderProps { state: (*state).clone(), dispatch: dispatch.clone() }),
         View::Lint => lint_view(&LintProps {
             files: state.lint.clone(),
-            gpu: state.lint_gpu.clone(),
+            gpus: state.lint_gpu.clone(),
             release: state.lint_release.clone(),
             dispatch: dispatch.clone(),
         }),

@@ -4,6 +4,7 @@
 
 use std::rc::Rc;
 
+use pdlaunch_core::deployment::Role;
 use pdlaunch_core::lint::fix::{fix_all, FixedFile};
 use pdlaunch_core::lint::reconstruct::{deployment, Reconstructed};
 use pdlaunch_core::lint::{lint, Input, Linted, Options};
@@ -21,8 +22,8 @@ use crate::state::Action;
 pub struct LintProps {
     /// The files (name, text); the text box edits the first.
     pub files: Rc<Vec<(String, String)>>,
-    /// The GPU of every server, when the user names it.
-    pub gpu: Option<String>,
+    /// The GPU of the prefill and of the decode servers, when the user names them.
+    pub gpus: [Option<String>; 2],
     /// The SGLang release, when the user names it.
     pub release: Option<String>,
     /// Sends actions.
@@ -39,11 +40,14 @@ pub struct LintResult {
     pub deployments: Vec<Result<Reconstructed, String>>,
 }
 
-/// Runs the linter on the files, with the GPU and release the user named (schema spellings).
-pub fn run(files: &[(String, String)], gpu: Option<&str>, release: Option<&str>) -> LintResult {
+/// Runs the linter on the files, with the GPUs (prefill, decode) and release the user named
+/// (schema spellings).
+pub fn run(files: &[(String, String)], gpus: [Option<&str>; 2], release: Option<&str>) -> LintResult {
     let inputs: Vec<Input> = files.iter().map(|(n, t)| Input::new(n.clone(), t.clone())).collect();
+    let gpu = |g: Option<&str>| g.and_then(pdlaunch_core::deployment::Gpu::parse);
     let opts = Options {
-        gpu: gpu.and_then(pdlaunch_core::deployment::Gpu::parse),
+        prefill_gpu: gpu(gpus[0]),
+        decode_gpu: gpu(gpus[1]),
         release: release.and_then(|r| Release::ALL.into_iter().find(|x| x.as_str() == r)),
         ..Options::default()
     };
@@ -56,7 +60,7 @@ pub fn run(files: &[(String, String)], gpu: Option<&str>, release: Option<&str>)
 /// The Lint view. A plain function that lints on each render: it renders only while its tab is
 /// shown, where nearly every update changes what is linted, so a memo would save little.
 pub fn lint_view(props: &LintProps) -> Html {
-    let result = run(&props.files, props.gpu.as_deref(), props.release.as_deref());
+    let result = run(&props.files, [props.gpus[0].as_deref(), props.gpus[1].as_deref()], props.release.as_deref());
     let option = |id: &'static str,
                   label: &'static str,
                   def: &str,
@@ -158,7 +162,10 @@ pub fn lint_view(props: &LintProps) -> Html {
                       placeholder="python -m sglang.launch_server --model-path ... --disaggregation-mode prefill ..." />
             if !others.is_empty() { <p class="muted">{format!("Also linting: {}", others.join(", "))}</p> }
             <div class="lint-options">
-                {option("lint-gpu", "GPU of the servers", "Gpu", props.gpu.clone(), "unknown", Action::LintGpu)}
+                {option("lint-prefill-gpu", "Prefill GPU", "Gpu", props.gpus[0].clone(), "unknown",
+                        |g| Action::LintGpu(Role::Prefill, g))}
+                {option("lint-decode-gpu", "Decode GPU", "Gpu", props.gpus[1].clone(), "unknown",
+                        |g| Action::LintGpu(Role::Decode, g))}
                 {option("lint-release", "SGLang release", "Release", props.release.clone(), "from the material, else newest",
                         Action::LintRelease)}
             </div>
@@ -208,7 +215,11 @@ mod tests {
 
     #[test]
     fn the_drifted_fixture_shows_pd001_a_fix_and_a_deployment() {
-        let r = run(&[("drifted.sh".into(), include_str!("../../e2e/fixtures/drifted.sh").into())], Some("h200"), None);
+        let r = run(
+            &[("drifted.sh".into(), include_str!("../../e2e/fixtures/drifted.sh").into())],
+            [Some("h200"); 2],
+            None,
+        );
         assert!(r.linted.findings.iter().any(|f| f.finding.code == "PD001"), "{:?}", r.linted.findings);
         let f = r.linted.findings.iter().find(|f| f.finding.code == "PD001").unwrap();
         assert!(f.places.iter().any(|p| p.line > 0));

@@ -94,7 +94,12 @@ fn check(ctx: &Context) -> Vec<Finding> {
         let (fix, origin) = if ctx.deployment.is_some() {
             (format!("set `{role}.gpu`"), Origin::Field { path: format!("{role}.gpu") })
         } else {
-            ("pass `--attention-backend` explicitly on every server".to_owned(), Origin::Derived)
+            let fix = format!(
+                "name the {role} GPU model to the linter (`--{role}-gpu` on the command line, \"{R} GPU\" in the app), \
+                 or pass `--attention-backend` explicitly on every server",
+                R = if role == Role::Prefill { "Prefill" } else { "Decode" }
+            );
+            (fix, Origin::Derived)
         };
         let mut f = Finding::new(&RULE, message, fix).severity(Severity::Note);
         f.sglang_error = None;
