@@ -218,6 +218,11 @@ describe('pdlaunch web app', () => {
 
   it('explains the seed error as PD001', async () => {
     await page.click('#nav-explain');
+    // With nothing pasted, every rule is listed; one click explains it.
+    await page.click('#rule-list summary');
+    await page.click('#rule-list button:has-text("PD046")');
+    await page.waitForSelector('.explanation[data-code="PD046"]');
+    assert.match(await page.textContent('.explanation[data-code="PD046"]'), /Lint tab reports it/);
     await page.fill('#explain-input', SEED_ERROR);
     await page.waitForSelector('.explanation[data-code]');
     assert.equal(await page.getAttribute('.explanation[data-code]', 'data-code'), 'PD001');

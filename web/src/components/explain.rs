@@ -2,7 +2,7 @@
 //! cause and fix.
 
 use pdlaunch_core::explain::explain;
-use pdlaunch_core::rules::{rule, Rule};
+use pdlaunch_core::rules::{rule, Rule, RULES};
 use web_sys::HtmlTextAreaElement;
 use yew::prelude::*;
 
@@ -46,7 +46,25 @@ pub fn explain_view(text: &str, dispatch: &Callback<Action>) -> Html {
         }
     };
     let body = if t.is_empty() {
-        html! { <p class="muted">{"Paste an error message from an SGLang log, or a rule code such as PD001."}</p> }
+        // Every rule, each a button that explains it.
+        let row = |r: &&'static Rule| {
+            let dispatch = dispatch.clone();
+            let code = r.code;
+            let onclick = Callback::from(move |_| dispatch.emit(Action::Explain(code.to_owned())));
+            html! {
+                <li><button class="rule-link" {onclick}><span class="code">{r.code}</span>{" "}{r.name}</button>
+                    {" "}{spans(r.summary)}</li>
+            }
+        };
+        html! {
+            <>
+                <p class="muted">{"Paste an error message from an SGLang log, or a rule code such as PD001."}</p>
+                <details id="rule-list">
+                    <summary>{format!("Every rule pdlaunch checks ({})", RULES.len())}</summary>
+                    <ul class="rules">{ for RULES.iter().map(row) }</ul>
+                </details>
+            </>
+        }
     } else if matches.is_empty() {
         html! { <p id="explain-none">{"No rule matches this text. pdlaunch knows the errors its rules prevent; "}
         {"try the line that starts with the exception name."}</p> }
