@@ -73,6 +73,9 @@ pub struct Surroundings {
     pub release: Option<crate::release::Release>,
     /// Processes run in their own pod.
     pub isolated: bool,
+    /// In a LeaderWorkerSet object: the address LWS gives the leader pod of its first group
+    /// (`<name>-0.<name>`, `.<namespace>` when the object names one).
+    pub lws_leader: Option<String>,
 }
 
 /// Modules that start an SGLang server. Dynamo's SGLang worker (`dynamo.sglang`) takes SGLang's

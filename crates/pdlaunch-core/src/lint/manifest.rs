@@ -27,8 +27,14 @@ pub fn scan_documents(docs: &[Node], file: usize, base: &Surroundings, out: &mut
         };
         let mut around = base.clone();
         around.isolated = dialect == Dialect::Kubernetes;
-        if let Some(name) = doc.get("metadata").and_then(|m| m.get("name")).and_then(Node::str) {
+        let metadata = doc.get("metadata");
+        if let Some(name) = metadata.and_then(|m| m.get("name")).and_then(Node::str) {
             around.hints.push(name.to_ascii_lowercase());
+            if doc.get("kind").and_then(Node::str) == Some("LeaderWorkerSet") {
+                let namespace = metadata.and_then(|m| m.get("namespace")).and_then(Node::str);
+                let ns = namespace.map(|n| format!(".{n}")).unwrap_or_default();
+                around.lws_leader = Some(format!("{name}-0.{name}{ns}"));
+            }
         }
         walk(doc, file, dialect, &mut around, out, 0);
     }
@@ -130,6 +136,10 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
                             let env_len = around.env.len();
                             around.env.push((pods.vars.0.to_owned(), pods.size.to_string()));
                             around.env.push((pods.vars.1.to_owned(), rank.to_string()));
+                            // The leader's address tells the groups of two LeaderWorkerSets apart.
+                            if let (LWS_VARS, Some(leader)) = (pods.vars, &around.lws_leader) {
+                                around.env.push(("LWS_LEADER_ADDRESS".to_owned(), leader.clone()));
+                            }
                             walk(v, file, dialect, around, out, depth + 1);
                             around.env.truncate(env_len);
                         }

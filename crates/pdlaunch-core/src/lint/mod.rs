@@ -310,8 +310,7 @@ pub fn config_paths(inputs: &[Input]) -> Vec<(usize, String)> {
 }
 
 fn read_file(idx: usize, file: &SourceFile, out: &mut Vec<Launch>, unread: &mut Vec<ReadProblem>) {
-    let around =
-        Surroundings { hints: vec![stem_hint(&file.name)], env: Vec::new(), gpu: None, release: None, isolated: false };
+    let around = Surroundings { hints: vec![stem_hint(&file.name)], ..Surroundings::default() };
     match kind_of(&file.name, &file.text) {
         Kind::Shell => {
             let around = Surroundings { gpu: sbatch_gpu(&file.text), ..around };

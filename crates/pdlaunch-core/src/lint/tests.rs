@@ -328,6 +328,13 @@ fn leader_worker_sets_start_one_node_per_pod() {
         assert_eq!(l.groups.len(), 1);
         assert_eq!(l.launches.len(), 2 * size as usize + 1, "{:?}", l.launches);
         assert!(codes(&l).is_empty(), "size {size}: {:#?}", l.findings);
+        // Each object's leader address is its own: the two rendezvous are told apart.
+        assert!(!notes(&l).contains(&"PD044"), "size {size}: {:#?}", l.findings);
+        let dist = |side: &str| {
+            l.groups[0].servers.iter().find(|s| s.view.label.starts_with(side)).unwrap().view.explicit("dist_init_addr")
+        };
+        assert_eq!(dist("prefill").as_deref(), Some("r1-prefill-0.r1-prefill:20102"));
+        assert_eq!(dist("decode").as_deref(), Some("r1-decode-0.r1-decode:20102"));
         let r = reconstruct::deployment(&l, 0).expect("reconstructs");
         for side in [&r.deployment.prefill, &r.deployment.decode] {
             assert_eq!(side.instances.len(), 1, "size {size}: {:?}", r.notes);
