@@ -160,6 +160,8 @@ pub struct State {
     /// What the linted material does not say: the GPU of the prefill and of the decode servers,
     /// and the SGLang release.
     pub lint_gpu: [Option<String>; 2],
+    /// The built-in model Lint assumes where the model path names none.
+    pub lint_model: Option<String>,
     /// See [`Self::lint_gpu`].
     pub lint_release: Option<String>,
     /// A status line for the live region ("Imported ...", load errors).
@@ -195,6 +197,8 @@ pub enum Action {
     LintText(String),
     /// The GPU Lint assumes for the servers of one side (`None`: unknown).
     LintGpu(Role, Option<String>),
+    /// The built-in model Lint assumes (`None`: only what the model path names).
+    LintModel(Option<String>),
     /// The SGLang release Lint reads the commands with (`None`: from the material, else newest).
     LintRelease(Option<String>),
     /// Show a status line.
@@ -226,6 +230,7 @@ impl State {
             explain: String::new(),
             lint: Rc::new(Vec::new()),
             lint_gpu: [None, None],
+            lint_model: None,
             lint_release: None,
             notice: None,
         };
@@ -410,6 +415,7 @@ impl Reducible for State {
                 s.lint = Rc::new(files);
             }
             Action::LintGpu(role, g) => s.lint_gpu[role as usize] = g,
+            Action::LintModel(m) => s.lint_model = m,
             Action::LintRelease(r) => s.lint_release = r,
             Action::Notice(n) => s.notice = Some(n),
             Action::ComputeFixes(rev) => {

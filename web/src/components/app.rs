@@ -66,6 +66,7 @@ pub fn App() -> Html {
         View::Lint => lint_view(&LintProps {
             files: state.lint.clone(),
             gpus: state.lint_gpu.clone(),
+            model: state.lint_model.clone(),
             release: state.lint_release.clone(),
             dispatch: dispatch.clone(),
         }),

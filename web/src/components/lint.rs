@@ -24,6 +24,8 @@ pub struct LintProps {
     pub files: Rc<Vec<(String, String)>>,
     /// The GPU of the prefill and of the decode servers, when the user names them.
     pub gpus: [Option<String>; 2],
+    /// The built-in model, when the user names it.
+    pub model: Option<String>,
     /// The SGLang release, when the user names it.
     pub release: Option<String>,
     /// Sends actions.
@@ -40,14 +42,26 @@ pub struct LintResult {
     pub deployments: Vec<Result<Reconstructed, String>>,
 }
 
-/// Runs the linter on the files, with the GPUs (prefill, decode) and release the user named
-/// (schema spellings).
-pub fn run(files: &[(String, String)], gpus: [Option<&str>; 2], release: Option<&str>) -> LintResult {
+/// What the user tells the linter that the material may not say (schema spellings).
+#[derive(Clone, Copy, Default)]
+pub struct Assumed<'a> {
+    /// The GPU model of the prefill and of the decode servers.
+    pub gpus: [Option<&'a str>; 2],
+    /// The built-in model (`model.preset`).
+    pub model: Option<&'a str>,
+    /// The SGLang release.
+    pub release: Option<&'a str>,
+}
+
+/// Runs the linter on the files, assuming what the user named.
+pub fn run(files: &[(String, String)], assumed: Assumed) -> LintResult {
+    let Assumed { gpus, model, release } = assumed;
     let inputs: Vec<Input> = files.iter().map(|(n, t)| Input::new(n.clone(), t.clone())).collect();
     let gpu = |g: Option<&str>| g.and_then(pdlaunch_core::deployment::Gpu::parse);
     let opts = Options {
         prefill_gpu: gpu(gpus[0]),
         decode_gpu: gpu(gpus[1]),
+        model_preset: model.map(str::to_owned),
         release: release.and_then(|r| Release::ALL.into_iter().find(|x| x.as_str() == r)),
         ..Options::default()
     };
@@ -60,14 +74,21 @@ pub fn run(files: &[(String, String)], gpus: [Option<&str>; 2], release: Option<
 /// The Lint view. A plain function that lints on each render: it renders only while its tab is
 /// shown, where nearly every update changes what is linted, so a memo would save little.
 pub fn lint_view(props: &LintProps) -> Html {
-    let result = run(&props.files, [props.gpus[0].as_deref(), props.gpus[1].as_deref()], props.release.as_deref());
+    let assumed = Assumed {
+        gpus: [props.gpus[0].as_deref(), props.gpus[1].as_deref()],
+        model: props.model.as_deref(),
+        release: props.release.as_deref(),
+    };
+    let result = run(&props.files, assumed);
+    let schema = crate::form::Schema::get();
+    let gpus = schema.choices("Gpu");
+    let models: Vec<String> = pdlaunch_core::model::PRESET_NAMES.iter().map(|n| (*n).to_owned()).collect();
     let option = |id: &'static str,
                   label: &'static str,
-                  def: &str,
+                  choices: Vec<String>,
                   current: Option<String>,
                   unset: &'static str,
                   make: fn(Option<String>) -> Action| {
-        let choices = crate::form::Schema::get().choices(def);
         let dispatch = props.dispatch.clone();
         let onchange = Callback::from(move |e: Event| {
             let v = e.target_unchecked_into::<HtmlSelectElement>().value();
@@ -162,12 +183,14 @@ pub fn lint_view(props: &LintProps) -> Html {
                       placeholder="python -m sglang.launch_server --model-path ... --disaggregation-mode prefill ..." />
             if !others.is_empty() { <p class="muted">{format!("Also linting: {}", others.join(", "))}</p> }
             <div class="lint-options">
-                {option("lint-prefill-gpu", "Prefill GPU", "Gpu", props.gpus[0].clone(), "unknown",
+                {option("lint-prefill-gpu", "Prefill GPU", gpus.clone(), props.gpus[0].clone(), "unknown",
                         |g| Action::LintGpu(Role::Prefill, g))}
-                {option("lint-decode-gpu", "Decode GPU", "Gpu", props.gpus[1].clone(), "unknown",
+                {option("lint-decode-gpu", "Decode GPU", gpus, props.gpus[1].clone(), "unknown",
                         |g| Action::LintGpu(Role::Decode, g))}
-                {option("lint-release", "SGLang release", "Release", props.release.clone(), "from the material, else newest",
-                        Action::LintRelease)}
+                {option("lint-model", "Model", models, props.model.clone(), "as the model path names it",
+                        Action::LintModel)}
+                {option("lint-release", "SGLang release", schema.choices("Release"), props.release.clone(),
+                        "from the material, else newest", Action::LintRelease)}
             </div>
             <p id="lint-summary" class="summary" role="status" aria-live="polite">{summary}</p>
             { for l.unread.iter().map(|u| html! {
@@ -217,13 +240,31 @@ mod tests {
     fn the_drifted_fixture_shows_pd001_a_fix_and_a_deployment() {
         let r = run(
             &[("drifted.sh".into(), include_str!("../../e2e/fixtures/drifted.sh").into())],
-            [Some("h200"); 2],
-            None,
+            Assumed { gpus: [Some("h200"); 2], ..Assumed::default() },
         );
         assert!(r.linted.findings.iter().any(|f| f.finding.code == "PD001"), "{:?}", r.linted.findings);
         let f = r.linted.findings.iter().find(|f| f.finding.code == "PD001").unwrap();
         assert!(f.places.iter().any(|p| p.line > 0));
         assert!(!r.fixed.is_empty());
         assert!(r.deployments.first().is_some_and(|d| d.is_ok()));
+    }
+
+    #[test]
+    fn a_named_model_gives_the_rules_its_geometry() {
+        let server = |mode: &str, port: u16| {
+            format!(
+                "python3 -m sglang.launch_server --model-path /models/local --disaggregation-mode {mode} --tp 16 \
+                 --port {port} &\n"
+            )
+        };
+        let files = [("run.sh".to_owned(), server("prefill", 30000) + &server("decode", 30001))];
+        let unknown = |r: &LintResult| {
+            r.linted.findings.iter().filter(|f| f.finding.message.contains("model geometry unknown")).count()
+        };
+        let r = run(&files, Assumed::default());
+        assert!(unknown(&r) > 0);
+        assert!(r.linted.findings.iter().any(|f| f.finding.fix.contains("\"Model\" in the app")));
+        let r = run(&files, Assumed { model: Some("deepseek-v3"), ..Assumed::default() });
+        assert_eq!(unknown(&r), 0, "{:?}", r.linted.findings);
     }
 }

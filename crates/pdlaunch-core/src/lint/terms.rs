@@ -49,6 +49,11 @@ fn in_lint_words(quoted: &str) -> Option<String> {
     if let Some(side) = quoted.strip_suffix(".env").filter(|s| matches!(*s, "shared" | "prefill" | "decode")) {
         return Some(format!("the environment of {}", servers(side)?));
     }
+    // The GPU model is the linter's own option.
+    if let Some(side) = quoted.strip_suffix(".gpu").filter(|s| matches!(*s, "prefill" | "decode")) {
+        let app = if side == "prefill" { "Prefill" } else { "Decode" };
+        return Some(format!("`--{side}-gpu` or the app's \"{app} GPU\""));
+    }
     flag_of(quoted).map(|(flag, whom)| format!("`{flag}` of {whom}"))
 }
 
@@ -100,13 +105,14 @@ mod tests {
             ("`model.context_length`", "`--context-length` of every server"),
             ("set `NCCL_IB_GID_INDEX` in `shared.env`", "set `NCCL_IB_GID_INDEX` in the environment of every server"),
             ("FP8 (`shared.kv_cache_dtype: fp8_e4m3`)", "FP8 (`--kv-cache-dtype fp8_e4m3` on every server)"),
+            ("unknown (set `decode.gpu`)", "unknown (set `--decode-gpu` or the app's \"Decode GPU\")"),
         ];
         for (text, want) in cases {
             assert_eq!(in_flag_terms(text), want, "{text}");
         }
         // pdlaunch's own settings, fields of no flag, other quotes and an unclosed quote stay.
         for text in [
-            "set `model.preset` or `decode.gpu`",
+            "set `model.preset` or `shared.gpu`",
             "`router.env` and `model.preset: deepseek-v3`",
             "`decode.instances[0].port` and `decode.extra_args`",
             "`--page-size 1` `a.b` no quotes",

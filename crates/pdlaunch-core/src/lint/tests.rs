@@ -628,3 +628,23 @@ fn node_ranks_must_cover_zero_to_nnodes() {
     let node0 = job("1", "3").lines().next().unwrap().to_owned();
     assert!(pd048(&run(&[("node0.sh", &node0)])).is_empty());
 }
+
+#[test]
+fn skipped_geometry_notes_say_how_to_name_the_model_to_the_linter() {
+    let text = "python3 -m sglang.launch_server --model-path /m/local --disaggregation-mode prefill --tp 8 &\n\
+                python3 -m sglang.launch_server --model-path /m/local --disaggregation-mode decode --tp 8 \
+                --port 30001 --max-running-requests 64 &\n";
+    let l = run(&[("run.sh", text)]);
+    let skipped: Vec<_> = l.findings.iter().filter(|f| f.finding.message.contains("model geometry unknown")).collect();
+    assert!(skipped.len() >= 3, "{:#?}", l.findings);
+    for f in skipped {
+        assert!(f.finding.fix.starts_with("name the model to the linter"), "{}", f.finding.fix);
+    }
+    let named =
+        lint(&inputs(&[("run.sh", text)]), &Options { model_preset: Some("qwen3-32b".into()), ..Options::default() });
+    assert!(
+        !named.findings.iter().any(|f| f.finding.message.contains("model geometry unknown")),
+        "{:#?}",
+        named.findings
+    );
+}

@@ -265,9 +265,18 @@ impl Finding {
     }
     /// For a note that a rule skipped for want of the model's geometry: when the deployment's
     /// `model.path` names a built-in model and neither `model.geometry` nor `model.preset` is set,
-    /// the fix names that preset and suggests it.
+    /// the fix names that preset and suggests it. Linted commands have neither field: the fix says
+    /// how to name the model to the linter.
     pub fn or_preset(mut self, ctx: &Context) -> Finding {
-        let Some(m) = ctx.deployment.map(|d| &d.model) else { return self };
+        let Some(m) = ctx.deployment.map(|d| &d.model) else {
+            if ctx.model.geometry.is_none() {
+                self.fix = "name the model to the linter: a built-in one (`--model NAME` on the command line, \
+                            \"Model\" in the app; `pdlaunch model --list`), or a Hugging Face id it knows in \
+                            `--model-path`"
+                    .to_owned();
+            }
+            return self;
+        };
         if m.geometry.is_some() || m.preset.is_some() {
             return self;
         }

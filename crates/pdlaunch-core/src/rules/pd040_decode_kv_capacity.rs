@@ -145,8 +145,14 @@ fn check(ctx: &Context) -> Vec<Finding> {
         .map(|(outcome, servers)| match outcome {
             Outcome::Skipped(why) => {
                 let message = format!("{}: {why} (decode KV capacity estimate)", labels(&servers));
-                let fix = "give the model (`model.preset`, `model.geometry` or `--model-config config.json`), the \
-                    decode GPU and the context length";
+                let fix = if ctx.deployment.is_some() {
+                    "give the model (`model.preset`, `model.geometry` or `--model-config config.json`), the decode \
+                     GPU and the context length"
+                } else {
+                    "name the model and the decode GPU to the linter (`--model NAME` and `--decode-gpu` on the \
+                     command line, \"Model\" and \"Decode GPU\" in the app), and pass `--context-length` where the \
+                     model does not give one"
+                };
                 // Without a geometry, the first reason to skip is that one.
                 Finding::new(&RULE, message, fix).severity(Severity::Note).or_preset(ctx)
             }
