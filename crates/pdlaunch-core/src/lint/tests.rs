@@ -648,3 +648,22 @@ fn skipped_geometry_notes_say_how_to_name_the_model_to_the_linter() {
         named.findings
     );
 }
+
+#[test]
+fn copies_on_one_gpu_and_port_are_each_reported_once() {
+    // A prefill line pasted four times on one machine: each copy after the first takes GPU 0, port
+    // 30000 and bootstrap port 8998 again. One finding per copy and resource, against the first.
+    let line = "python3 -m sglang.launch_server --model-path m --disaggregation-mode prefill --host 10.0.0.1 \
+                --port 30000 &\n";
+    let text = format!(
+        "{}python3 -m sglang.launch_server --model-path m --disaggregation-mode decode --host 10.0.0.2 &\n",
+        line.repeat(4)
+    );
+    let l = run(&[("copies.sh", &text)]);
+    let count = |code: &str| l.findings.iter().filter(|f| f.finding.code == code).count();
+    assert_eq!(count("PD020"), 3, "{:#?}", l.findings);
+    assert_eq!(count("PD019"), 6, "HTTP and bootstrap port of each copy: {:#?}", l.findings);
+    for f in l.findings.iter().filter(|f| f.finding.code == "PD020") {
+        assert!(f.finding.message.starts_with("prefill[0] (copies.sh:1) uses"), "{}", f.finding.message);
+    }
+}

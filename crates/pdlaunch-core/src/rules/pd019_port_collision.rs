@@ -221,17 +221,12 @@ fn check<'a>(ctx: &'a Context) -> Vec<Finding> {
         }
     }
 
-    let mut reported: Vec<(&str, Purpose, &str, Purpose)> = Vec::new();
-    for (i, a) in uses.iter().enumerate() {
-        for b in &uses[i + 1..] {
-            if a.host != b.host || !a.overlaps(b) || (a.who == b.who && a.what == b.what) {
-                continue;
-            }
-            let key = (a.who, a.what, b.who, b.what);
-            if reported.contains(&key) {
-                continue;
-            }
-            reported.push(key);
+    // Each use against the first earlier one on its ports: n processes on one port make n - 1
+    // findings, each moving one of them, not n(n - 1)/2.
+    for (j, b) in uses.iter().enumerate() {
+        let first =
+            uses[..j].iter().find(|a| a.host == b.host && a.overlaps(b) && !(a.who == b.who && a.what == b.what));
+        if let Some(a) = first {
             let (lo, hi) = (a.lo.max(b.lo), a.hi.min(b.hi));
             let message = format!(
                 "{} on {}: {} uses it for {} and {} uses it for {}",

@@ -159,15 +159,17 @@ fn check(ctx: &Context) -> Vec<Finding> {
         Some(p) => Origin::Field { path: format!("{p}.base_gpu_id") },
         None => s.origin("base_gpu_id").cloned().unwrap_or(Origin::Derived),
     };
-    for (i, (a, a_ids)) in ranges.iter().enumerate() {
-        for (b, b_ids) in &ranges[i + 1..] {
+    // Each process against the first earlier one it shares GPUs with: moving it off that one's
+    // GPUs is the fix, and n processes on one GPU make n - 1 findings, not n(n - 1)/2.
+    for (j, (b, b_ids)) in ranges.iter().enumerate() {
+        let first = ranges[..j].iter().find_map(|(a, a_ids)| {
             if !known(a) || a.host != b.host || a.label == b.label {
-                continue;
+                return None;
             }
             let shared: Vec<String> = a_ids.iter().filter(|g| b_ids.contains(g)).cloned().collect();
-            if shared.is_empty() {
-                continue;
-            }
+            (!shared.is_empty()).then_some((a, a_ids, shared))
+        });
+        if let Some((a, a_ids, shared)) = first {
             let message = format!(
                 "{} uses {} and {} uses {} on host {}: they share {}",
                 a.label,
