@@ -677,6 +677,8 @@ fn rules_lists_pd001() {
     let o = pdl(&["rules"]);
     assert_exit(&o, 0, "rules");
     assert!(stdout(&o).lines().any(|l| l.starts_with("PD001") && l.contains("page-size-mismatch")), "{}", stdout(&o));
+    assert!(stdout(&o).lines().any(|l| l.starts_with("PD046") && l.ends_with("(lint only)")), "{}", stdout(&o));
+    assert!(!stdout(&o).lines().any(|l| l.starts_with("PD001") && l.ends_with("(lint only)")), "{}", stdout(&o));
     let o = pdl(&["rules", "--format", "json"]);
     assert_exit(&o, 0, "rules --format json");
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");

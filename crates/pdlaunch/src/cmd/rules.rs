@@ -23,7 +23,9 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         for r in RULES {
-            println!("{} {:<8} {:<36} {}", style.bold(r.code), r.severity.as_str(), r.name, r.summary);
+            // Rules only written commands can break are reported by `lint` alone.
+            let lint = if r.lint_only { " (lint only)" } else { "" };
+            println!("{} {:<8} {:<36} {}{lint}", style.bold(r.code), r.severity.as_str(), r.name, r.summary);
         }
     }
     Ok(0)
