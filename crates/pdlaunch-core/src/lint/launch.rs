@@ -48,6 +48,9 @@ pub struct Launch {
     pub isolated: bool,
     /// Set when `srun` starts this multi-node server on several nodes with the same node rank.
     pub srun_same_rank: Option<SrunSameRank>,
+    /// The machine the process runs on, when the material names it (`srun -w node01` of a
+    /// one-node step).
+    pub machine: Option<String>,
 }
 
 /// A multi-node server that `srun --nodes=N` starts with one argv, so one node rank, everywhere.
@@ -270,7 +273,8 @@ pub fn scan_shell(
                         let at = lx.start(prog);
                         let python = is_python(lx.text(prog)).then(|| lx.text(prog).to_owned());
                         let args = (w0 + start..words.end).map(|k| lx.take_word(k)).collect();
-                        let launch = new_launch(around, (program, entry), (python, file, at), args, env);
+                        let mut launch = new_launch(around, (program, entry), (python, file, at), args, env);
+                        launch.machine = srun_machine((w0..prog).map(|k| lx.text(k)));
                         match srun_nodes((w0..prog).map(|k| lx.text(k)), vars) {
                             Some(nodes) => push_per_node(vec![launch], nodes, out),
                             None => out.push(launch),
@@ -280,8 +284,13 @@ pub fn scan_shell(
                         for k in words.clone() {
                             if might_hold_script(lx.text(k)) {
                                 let nodes = srun_nodes((w0..k).map(|j| lx.text(j)), vars);
+                                let machine = srun_machine((w0..k).map(|j| lx.text(j)));
                                 let w = lx.take_word(k);
+                                let before = out.len();
                                 scan_nested_per_node(&w, nodes, &env, vars, around, out, depth);
+                                for l in out[before..].iter_mut().filter(|l| l.machine.is_none()) {
+                                    l.machine.clone_from(&machine);
+                                }
                             }
                         }
                     }
@@ -391,6 +400,7 @@ fn new_launch(
         release: around.release,
         isolated: around.isolated,
         srun_same_rank: None,
+        machine: None,
     }
 }
 
@@ -458,6 +468,36 @@ fn srun_nodes<'w>(prefix: impl Iterator<Item = &'w str>, vars: &Vars) -> Option<
     let n = nodes?;
     let one_task_per_node = tasks.is_none_or(|t| t == n) && per_node.is_none_or(|p| p == 1);
     ((2..=MAX_SRUN_NODES).contains(&n) && one_task_per_node).then_some(n)
+}
+
+/// The one node that the `srun` among `prefix` runs its step on, when it names one literally
+/// (`-w node01`, `-wnode01`, `--nodelist=node01`, `--nodelist node01`) and the step spans one node
+/// (no `-N`/`--nodes` above 1). A list, a range (`node[1-2]`) or a variable names no single
+/// machine here.
+fn srun_machine<'w>(prefix: impl Iterator<Item = &'w str>) -> Option<String> {
+    let mut words = prefix.skip_while(|w| basename(w) != "srun").skip(1);
+    let mut machine = None;
+    while let Some(w) = words.next() {
+        let value = match w.split_once('=') {
+            Some(("--nodelist", v)) => v,
+            Some(("--nodes", n)) if n != "1" => return None,
+            _ if w == "-w" || w == "--nodelist" => words.next()?,
+            _ if w == "-N" || w == "--nodes" => match words.next()? {
+                "1" => continue,
+                _ => return None,
+            },
+            _ if w.starts_with("-N") => match &w[2..] {
+                "1" => continue,
+                _ => return None,
+            },
+            _ if w.starts_with("-w") && w.len() > 2 => &w[2..],
+            _ => continue,
+        };
+        let single =
+            !value.is_empty() && value.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
+        machine = single.then(|| value.to_owned());
+    }
+    machine
 }
 
 /// The per-task variable among a word's unknown expansions (as written), if any.

@@ -478,14 +478,14 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
         };
         crate::sort::sort_by_key(&mut entries, |e| (rank(e), e.launch));
         assign_instances(&mut entries, files, launches);
-        if let Some(r) = &router {
-            for e in &mut entries {
-                let role = e.view.role.or(e.intended);
-                e.view.host = server_host(&e.view, role, &r.view);
-            }
-        } else {
-            for e in &mut entries {
-                e.view.host = e.view.explicit("host").filter(|h| !is_wildcard(h)).unwrap_or_default();
+        for e in &mut entries {
+            e.view.host = match &router {
+                Some(r) => server_host(&e.view, e.view.role.or(e.intended), &r.view),
+                None => e.view.explicit("host").filter(|h| !is_wildcard(h)).unwrap_or_default(),
+            };
+            // Else the machine the material starts it on (an srun's node).
+            if e.view.host.is_empty() {
+                e.view.host = launches[e.launch].machine.clone().unwrap_or_default();
             }
         }
         let name = group_name(&entries, router.as_ref(), launches, files);

@@ -667,3 +667,28 @@ fn copies_on_one_gpu_and_port_are_each_reported_once() {
         assert!(f.finding.message.starts_with("prefill[0] (copies.sh:1) uses"), "{}", f.finding.message);
     }
 }
+
+#[test]
+fn an_srun_node_is_the_machine_of_its_step() {
+    // Prefill and decode sent to one node, each on GPUs 0-7: they share the node's GPUs.
+    let job = |decode_node: &str| {
+        format!(
+            "#!/bin/bash\n#SBATCH --gres=gpu:h200:8\n\
+             srun -N1 -w node01 python3 -m sglang.launch_server --model-path m --disaggregation-mode prefill --tp 8 \
+             --host 0.0.0.0 --port 30000 &\n\
+             srun --nodes=1 {decode_node} python3 -m sglang.launch_server --model-path m --disaggregation-mode decode \
+             --tp 8 --host 0.0.0.0 --port 30001 &\n"
+        )
+    };
+    let gpu = |l: &Linted| l.findings.iter().filter(|f| f.finding.code == "PD020").count();
+    for same in ["-w node01", "--nodelist=node01", "--nodelist node01", "-wnode01"] {
+        let l = run(&[("job.sbatch", &job(same))]);
+        assert_eq!(gpu(&l), 1, "{same}: {:#?}", l.findings);
+        assert!(l.groups[0].servers.iter().all(|s| s.view.host == "node01"), "{same}");
+    }
+    // Another node, a list, a range or a variable: no machine in common is known.
+    for other in ["-w node02", "-w node01,node02", "-w node[01-02]", "-w $DECODE_NODE", ""] {
+        let l = run(&[("job.sbatch", &job(other))]);
+        assert_eq!(gpu(&l), 0, "{other}: {:#?}", l.findings);
+    }
+}
