@@ -473,11 +473,16 @@ fn srun_nodes<'w>(prefix: impl Iterator<Item = &'w str>, vars: &Vars) -> Option<
 /// The one node that the `srun` among `prefix` runs its step on, when it names one literally
 /// (`-w node01`, `-wnode01`, `--nodelist=node01`, `--nodelist node01`) and the step spans one node
 /// (no `-N`/`--nodes` above 1). A list, a range (`node[1-2]`) or a variable names no single
-/// machine here.
+/// machine here. A step that asks for GPUs of its own (`--gres`, `--gpus`...) is given them by
+/// Slurm through `CUDA_VISIBLE_DEVICES`, so its GPU indices are not the node's: `None` too, as
+/// the GPU check would compare indices that do not name the same devices.
 fn srun_machine<'w>(prefix: impl Iterator<Item = &'w str>) -> Option<String> {
     let mut words = prefix.skip_while(|w| basename(w) != "srun").skip(1);
     let mut machine = None;
     while let Some(w) = words.next() {
+        if w.starts_with("--gres") || w.starts_with("--gpus") || w.starts_with("-G") {
+            return None;
+        }
         let value = match w.split_once('=') {
             Some(("--nodelist", v)) => v,
             Some(("--nodes", n)) if n != "1" => return None,

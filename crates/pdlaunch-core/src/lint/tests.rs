@@ -687,7 +687,8 @@ fn an_srun_node_is_the_machine_of_its_step() {
         assert!(l.groups[0].servers.iter().all(|s| s.view.host == "node01"), "{same}");
     }
     // Another node, a list, a range or a variable: no machine in common is known.
-    for other in ["-w node02", "-w node01,node02", "-w node[01-02]", "-w $DECODE_NODE", ""] {
+    // A step with GPUs of its own (Slurm sets its CUDA_VISIBLE_DEVICES) shares no GPU index meaning.
+    for other in ["-w node02", "-w node01,node02", "-w node[01-02]", "-w $DECODE_NODE", "", "-w node01 --gres=gpu:8"] {
         let l = run(&[("job.sbatch", &job(other))]);
         assert_eq!(gpu(&l), 0, "{other}: {:#?}", l.findings);
     }
