@@ -7,6 +7,7 @@
 //! layer it lands in (a `bash -c "…"` string inside a YAML scalar included). A word several
 //! servers share (one variable used by both sides) is not edited: that would move the drift.
 
+use super::launch::Launch;
 use super::source::{is_plain, Embed, SourceFile, Word};
 use super::{Group, LintFinding, Linted, ServerEntry};
 use crate::deployment::Role;
@@ -44,12 +45,7 @@ pub struct FixedFile {
 pub fn edits(linted: &Linted) -> Vec<Edit> {
     let mut out: Vec<Edit> = Vec::new();
     for f in &linted.findings {
-        let group = &linted.groups[f.group];
-        let why = format!("{}: {}", f.finding.code, f.finding.message);
-        let mut e = edits_for(f, group, &linted.files);
-        for x in &mut e {
-            x.why = why.clone();
-        }
+        let e = edits_for(f, linted);
         // All of a finding's edits, or none.
         if e.iter().all(|x| !out.iter().any(|o| overlaps(o, x))) {
             out.extend(e);
@@ -65,7 +61,7 @@ fn overlaps(a: &Edit, b: &Edit) -> bool {
 
 /// The edits that fix one finding of `linted`, described for people (`file:line: ...`).
 pub fn describe(linted: &Linted, f: &LintFinding) -> Vec<String> {
-    let edits = edits_for(f, &linted.groups[f.group], &linted.files);
+    let edits = edits_for(f, linted);
     edits
         .iter()
         .map(|e| {
@@ -105,14 +101,7 @@ pub fn fix_all(inputs: &[super::Input], opts: &super::Options) -> Vec<FixedFile>
     let mut seen: Vec<Vec<String>> = Vec::new();
     for _ in 0..64 {
         let linted = super::lint(&current, opts);
-        let next = linted.findings.iter().find_map(|f| {
-            let mut e = edits_for(f, &linted.groups[f.group], &linted.files);
-            let why = format!("{}: {}", f.finding.code, f.finding.message);
-            for x in &mut e {
-                x.why = why.clone();
-            }
-            (!e.is_empty()).then_some(e)
-        });
+        let next = linted.findings.iter().map(|f| edits_for(f, &linted)).find(|e| !e.is_empty());
         let Some(edits) = next else { break };
         let texts: Vec<String> = current.iter().enumerate().map(|(i, inp)| apply(&inp.text, i, &edits)).collect();
         if seen.contains(&texts) {
@@ -142,9 +131,11 @@ pub fn fix_all(inputs: &[super::Input], opts: &super::Options) -> Vec<FixedFile>
         .collect()
 }
 
-fn edits_for(f: &LintFinding, group: &Group, files: &[SourceFile]) -> Vec<Edit> {
+/// The edits that fix finding `f` of `linted`, each saying which finding it fixes.
+fn edits_for(f: &LintFinding, linted: &Linted) -> Vec<Edit> {
+    let (group, files, launches) = (&linted.groups[f.group], &linted.files[..], &linted.launches[..]);
     let server = |i: usize| f.finding.locations.get(i).and_then(|l| group.server(&l.process));
-    let shared_ok = |edits: &[Edit]| edits.iter().all(|e| !shared_word(group, e));
+    let shared_ok = |edits: &[Edit]| edits.iter().all(|e| !shared_word(group, launches, e));
     let result = match f.finding.code {
         "PD001" => server(0).zip(server(1)).and_then(|(p, d)| page_size(group, p, d, files)),
         "PD002" | "PD003" => server(0).zip(server(1)).and_then(|(p, d)| {
@@ -184,7 +175,7 @@ fn edits_for(f: &LintFinding, group: &Group, files: &[SourceFile]) -> Vec<Edit> 
             }
             Some(v)
         }
-        "PD041" => repeated(f, group, files),
+        "PD041" => repeated(f, group, files, launches),
         "PD046" => node_args(f, group, files),
         "PD042" => server(0).and_then(|s| config_equals(s, files)),
         _ => None,
@@ -192,7 +183,9 @@ fn edits_for(f: &LintFinding, group: &Group, files: &[SourceFile]) -> Vec<Edit> 
     match result {
         // Nodes started by one command give the same edit once each: keep one.
         Some(e) if shared_ok(&e) => {
-            e.iter().enumerate().filter(|(i, x)| !e[..*i].contains(x)).map(|(_, x)| x.clone()).collect()
+            let why = format!("{}: {}", f.finding.code, f.finding.message);
+            let once = e.iter().enumerate().filter(|(i, x)| !e[..*i].contains(x));
+            once.map(|(_, x)| Edit { why: why.clone(), ..x.clone() }).collect()
         }
         _ => Vec::new(),
     }
@@ -218,12 +211,12 @@ fn node_args(f: &LintFinding, group: &Group, files: &[SourceFile]) -> Option<Vec
 /// True when the edited word also feeds a server written elsewhere (through a shared variable or
 /// config file). Servers that one command starts (the pods of a template, the tasks of an srun)
 /// take the edit together, as they must share their arguments.
-fn shared_word(group: &Group, e: &Edit) -> bool {
+fn shared_word(group: &Group, launches: &[Launch], e: &Edit) -> bool {
     let mut users = group
         .servers
         .iter()
         .filter(|s| s.words.iter().any(|w| w.file == e.file && w.start < e.end.max(e.start + 1) && e.start < w.end))
-        .map(|s| s.written_at);
+        .map(|s| (launches[s.launch].file, launches[s.launch].at));
     users.next().is_some_and(|first| users.any(|other| other != first))
 }
 
@@ -437,13 +430,13 @@ fn remove_use(s: &ServerEntry, i: usize, files: &[SourceFile]) -> Option<Vec<Edi
 }
 
 /// PD041: drops every occurrence but the last.
-fn repeated(f: &LintFinding, group: &Group, files: &[SourceFile]) -> Option<Vec<Edit>> {
+fn repeated(f: &LintFinding, group: &Group, files: &[SourceFile], launches: &[Launch]) -> Option<Vec<Edit>> {
     let label = &f.finding.locations.first()?.process;
     let s = group.server(label)?;
     let flag = f.finding.locations.first()?.flag.as_deref()?;
     let dest = s.view.spec().resolve(flag.split('=').next().unwrap_or(flag)).ok()?.dest.clone();
     let uses: Vec<&crate::spec::ArgUse> = s.view.parsed.uses.iter().filter(|u| u.dest == dest).collect();
-    let removable = |i: usize| remove_use(s, i, files).filter(|e| e.iter().all(|x| !shared_word(group, x)));
+    let removable = |i: usize| remove_use(s, i, files).filter(|e| e.iter().all(|x| !shared_word(group, launches, x)));
     // With equal values any one occurrence may stay: keep one that cannot be removed (a shared
     // variable), else the last. Otherwise only the last counts, so the earlier ones go.
     let equal = uses.windows(2).all(|w| w[0].value == w[1].value);

@@ -127,9 +127,6 @@ pub struct ReadProblem {
 pub struct ServerEntry {
     /// Index into [`Linted::launches`].
     pub launch: usize,
-    /// Where its command is written (file index, offset of the program word). The pods of one
-    /// template and the tasks of one srun share it: one text starts them all.
-    pub written_at: (usize, usize),
     /// What SGLang will see.
     pub view: ServerView,
     /// The word of each token of `view.tokens` (the launch's arguments, unless a `--config`
@@ -463,7 +460,6 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
             .or(l.gpu);
             entries.push(ServerEntry {
                 launch: pre.launch,
-                written_at: (l.file, l.at),
                 view,
                 words: pre.words.clone(),
                 intended,
