@@ -817,32 +817,19 @@ fn lint_group(
         let Some(same) = &launches[s.launch].srun_same_rank else { continue };
         let label = &s.view.label;
         let rank_word = same.var.as_ref().and_then(|v| s.words.iter().find(|w| w.unknown.contains(v)));
-        let (why, origin) = match (&same.var, rank_word) {
+        let f = match (&same.var, rank_word) {
             (Some(var), Some(w)) => {
                 suppressed.retain(|(l, raw, _)| !(l == label && raw == var));
-                let why = format!(
-                    "`{var}` is expanded once, by the shell that runs srun, before srun starts the tasks, so every \
-                     node gets the same `--node-rank`"
-                );
-                (why, origin_of(files, w))
+                rules::pd047(label, same.nodes, rules::SameRank::Expanded(var), origin_of(files, w))
             }
             _ => {
                 let rank = s.view.explicit("node_rank").unwrap_or_else(|| "0".to_owned());
                 let l = &launches[s.launch];
                 let (line, column) = files[l.file].position(l.at);
                 let origin = Origin::Source { file: files[l.file].shared_name().clone(), line, column };
-                (format!("it gives every node the same arguments, so the same `--node-rank {rank}`"), origin)
+                rules::pd047(label, same.nodes, rules::SameRank::Literal(&rank), origin)
             }
         };
-        let message = format!(
-            "{label}: srun starts this server on {} nodes, but {why}: they all join as one node rank, and the \
-             server cannot form",
-            same.nodes
-        );
-        let fix = "let each node's shell expand its rank: `srun ... bash -c '... --node-rank $SLURM_NODEID'` (single \
-                   quotes), or start each node with its own srun and a literal `--node-rank`";
-        let mut f = Finding::new(&rules::PD047, message, fix).at_origin(label.clone(), Some("--node-rank"), origin);
-        f.sglang_error = Some(rules::PD047.sglang_errors[0]);
         extra.push(f);
     }
     let unknown_rule = &rules::PD044;

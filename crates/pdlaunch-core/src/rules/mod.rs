@@ -66,7 +66,7 @@ mod pd048_node_ranks;
 pub(crate) use pd043_config_file_key::RULE as PD043;
 pub(crate) use pd044_unknown_value::RULE as PD044;
 pub(crate) use pd045_incomplete_deployment::RULE as PD045;
-pub(crate) use pd047_srun_same_node_rank::RULE as PD047;
+pub(crate) use pd047_srun_same_node_rank::{finding as pd047, SameRank};
 
 /// Every rule, in code order. Codes are stable: never renumber, only append.
 pub static RULES: &[&Rule] = &[

@@ -1,6 +1,7 @@
 //! PD047: `srun` starts a multi-node server on several nodes with one node rank for all.
 
 use super::{Context, Finding, Rule, Severity};
+use crate::plan::Origin;
 
 /// `srun --nodes=N` starts its command once per node with the same argv. A multi-node SGLang
 /// server needs a different `--node-rank` on each node, so the rank must be expanded by each
@@ -27,7 +28,36 @@ pub static RULE: Rule = Rule {
     check,
 };
 
-/// The linter reports these while reading launches.
+/// The linter reports these while reading launches (see [`finding`]).
 fn check(_: &Context) -> Vec<Finding> {
     Vec::new()
+}
+
+/// Why every node of the step gets one node rank.
+pub(crate) enum SameRank<'a> {
+    /// A per-task variable, as written, that the script's shell expanded before srun ran.
+    Expanded(&'a str),
+    /// A rank written literally (or SGLang's default, 0).
+    Literal(&'a str),
+}
+
+/// The finding for the server `label` that srun starts on `nodes` nodes, pointing at `origin`
+/// (the variable, or the command).
+pub(crate) fn finding(label: &str, nodes: u32, why: SameRank, origin: Origin) -> Finding {
+    let why = match why {
+        SameRank::Expanded(var) => format!(
+            "`{var}` is expanded once, by the shell that runs srun, before srun starts the tasks, so every node \
+             gets the same `--node-rank`"
+        ),
+        SameRank::Literal(rank) => format!("it gives every node the same arguments, so the same `--node-rank {rank}`"),
+    };
+    let message = format!(
+        "{label}: srun starts this server on {nodes} nodes, but {why}: they all join as one node rank, and the \
+         server cannot form"
+    );
+    let fix = "let each node's shell expand its rank: `srun ... bash -c '... --node-rank $SLURM_NODEID'` (single \
+               quotes), or start each node with its own srun and a literal `--node-rank`";
+    let mut f = Finding::new(&RULE, message, fix).at_origin(label, Some("--node-rank"), origin);
+    f.sglang_error = Some(RULE.sglang_errors[0]);
+    f
 }
