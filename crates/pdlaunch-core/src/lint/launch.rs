@@ -274,8 +274,9 @@ pub fn scan_shell(
                         let python = is_python(lx.text(prog)).then(|| lx.text(prog).to_owned());
                         let args = (w0 + start..words.end).map(|k| lx.take_word(k)).collect();
                         let mut launch = new_launch(around, (program, entry), (python, file, at), args, env);
-                        launch.machine = srun_machine((w0..prog).map(|k| lx.text(k)));
-                        match srun_nodes((w0..prog).map(|k| lx.text(k)), vars) {
+                        let (nodes, machine) = srun_step((w0..prog).map(|k| lx.text(k)), vars);
+                        launch.machine = machine;
+                        match nodes {
                             Some(nodes) => push_per_node(vec![launch], nodes, out),
                             None => out.push(launch),
                         }
@@ -283,8 +284,7 @@ pub fn scan_shell(
                     None => {
                         for k in words.clone() {
                             if might_hold_script(lx.text(k)) {
-                                let nodes = srun_nodes((w0..k).map(|j| lx.text(j)), vars);
-                                let machine = srun_machine((w0..k).map(|j| lx.text(j)));
+                                let (nodes, machine) = srun_step((w0..k).map(|j| lx.text(j)), vars);
                                 let w = lx.take_word(k);
                                 let before = out.len();
                                 scan_nested_per_node(&w, nodes, &env, vars, around, out, depth);
@@ -435,74 +435,90 @@ const PER_TASK: &[&str] = &["SLURM_NODEID", "SLURM_PROCID", "SLURM_LOCALID"];
 /// The step's node count, which srun sets in every task.
 const STEP_NODES: &str = "SLURM_STEP_NUM_NODES";
 
-/// The node count of the `srun` among `prefix` (the words before the program it starts), when
-/// it starts one task on each of 2 to [`MAX_SRUN_NODES`] nodes: `-N 2`, `-N2`, `--nodes=2` or
-/// `--nodes 2`, with no other task count. `None` without srun, for one node, for several tasks
-/// per node, and for counts only known at run time (`-N $NODES`, a range `2-4`); and inside a
-/// task of a step read per node (`vars` has srun's variables), so that nested steps do not
-/// multiply.
-fn srun_nodes<'w>(prefix: impl Iterator<Item = &'w str>, vars: &Vars) -> Option<u32> {
-    if vars.get(STEP_NODES).is_some() {
-        return None;
-    }
-    let mut words = prefix.skip_while(|w| basename(w) != "srun").skip(1);
-    let (mut nodes, mut tasks, mut per_node) = (None, None, None);
-    while let Some(w) = words.next() {
-        let (name, inline) = match w.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n, Some(v)),
-            _ if w.len() > 2 && (w.starts_with("-N") || w.starts_with("-n")) => (&w[..2], Some(&w[2..])),
-            _ => (w, None),
-        };
-        let slot = match name {
-            "-N" | "--nodes" => &mut nodes,
-            "-n" | "--ntasks" => &mut tasks,
-            "--ntasks-per-node" => &mut per_node,
-            _ => continue,
-        };
-        let value = match inline {
-            Some(v) => v,
-            None => words.next()?,
-        };
-        *slot = Some(value.parse::<u32>().ok()?);
-    }
-    let n = nodes?;
-    let one_task_per_node = tasks.is_none_or(|t| t == n) && per_node.is_none_or(|p| p == 1);
-    ((2..=MAX_SRUN_NODES).contains(&n) && one_task_per_node).then_some(n)
+/// What the `srun` among a command's words before its program says about where its step runs,
+/// each option as written (the last one given).
+#[derive(Default)]
+struct SrunStep<'w> {
+    /// `-N`/`--nodes`.
+    nodes: Option<&'w str>,
+    /// `-n`/`--ntasks`.
+    tasks: Option<&'w str>,
+    /// `--ntasks-per-node`.
+    per_node: Option<&'w str>,
+    /// `-w`/`--nodelist`.
+    nodelist: Option<&'w str>,
+    /// True when the step asks for GPUs of its own (`--gres`, `--gpus...`, `-G`).
+    own_gpus: bool,
 }
 
-/// The one node that the `srun` among `prefix` runs its step on, when it names one literally
-/// (`-w node01`, `-wnode01`, `--nodelist=node01`, `--nodelist node01`) and the step spans one node
-/// (no `-N`/`--nodes` above 1). A list, a range (`node[1-2]`) or a variable names no single
-/// machine here. A step that asks for GPUs of its own (`--gres`, `--gpus`...) is given them by
-/// Slurm through `CUDA_VISIBLE_DEVICES`, so its GPU indices are not the node's: `None` too, as
-/// the GPU check would compare indices that do not name the same devices.
-fn srun_machine<'w>(prefix: impl Iterator<Item = &'w str>) -> Option<String> {
-    let mut words = prefix.skip_while(|w| basename(w) != "srun").skip(1);
-    let mut machine = None;
-    while let Some(w) = words.next() {
-        if w.starts_with("--gres") || w.starts_with("--gpus") || w.starts_with("-G") {
+impl<'w> SrunStep<'w> {
+    /// Reads the srun options among `prefix`; `None` without srun, or when an option lacks its
+    /// value.
+    fn read(prefix: impl Iterator<Item = &'w str>) -> Option<SrunStep<'w>> {
+        let mut words = prefix.skip_while(|w| basename(w) != "srun");
+        words.next()?;
+        let mut step = SrunStep::default();
+        while let Some(w) = words.next() {
+            if w.starts_with("--gres") || w.starts_with("--gpus") || w.starts_with("-G") {
+                step.own_gpus = true;
+                continue;
+            }
+            let (name, inline) = match w.split_once('=') {
+                Some((n, v)) if n.starts_with("--") => (n, Some(v)),
+                _ if w.len() > 2 && (w.starts_with("-N") || w.starts_with("-n") || w.starts_with("-w")) => {
+                    (&w[..2], Some(&w[2..]))
+                }
+                _ => (w, None),
+            };
+            let slot = match name {
+                "-N" | "--nodes" => &mut step.nodes,
+                "-n" | "--ntasks" => &mut step.tasks,
+                "--ntasks-per-node" => &mut step.per_node,
+                "-w" | "--nodelist" => &mut step.nodelist,
+                _ => continue,
+            };
+            *slot = Some(match inline {
+                Some(v) => v,
+                None => words.next()?,
+            });
+        }
+        Some(step)
+    }
+
+    /// The node count, when the step starts one task on each of 2 to [`MAX_SRUN_NODES`] nodes
+    /// with no other task count. `None` for one node, for several tasks per node, and for counts
+    /// only known at run time (`-N $NODES`, a range `2-4`).
+    fn nodes(&self) -> Option<u32> {
+        let count = |v: Option<&str>| v.map(str::parse::<u32>).transpose().ok();
+        let (n, tasks, per_node) = (count(self.nodes)??, count(self.tasks)?, count(self.per_node)?);
+        let one_task_per_node = tasks.is_none_or(|t| t == n) && per_node.is_none_or(|p| p == 1);
+        ((2..=MAX_SRUN_NODES).contains(&n) && one_task_per_node).then_some(n)
+    }
+
+    /// The one node the step runs on, when it names one literally and spans one node. A list, a
+    /// range (`node[1-2]`) or a variable names no single machine here. A step that asks for GPUs
+    /// of its own is given them by Slurm through `CUDA_VISIBLE_DEVICES`, so its GPU indices are
+    /// not the node's: `None` too, as the GPU check would compare indices that do not name the
+    /// same devices.
+    fn machine(&self) -> Option<String> {
+        if self.own_gpus || self.nodes.is_some_and(|n| n != "1") {
             return None;
         }
-        let value = match w.split_once('=') {
-            Some(("--nodelist", v)) => v,
-            Some(("--nodes", n)) if n != "1" => return None,
-            _ if w == "-w" || w == "--nodelist" => words.next()?,
-            _ if w == "-N" || w == "--nodes" => match words.next()? {
-                "1" => continue,
-                _ => return None,
-            },
-            _ if w.starts_with("-N") => match &w[2..] {
-                "1" => continue,
-                _ => return None,
-            },
-            _ if w.starts_with("-w") && w.len() > 2 => &w[2..],
-            _ => continue,
-        };
+        let name = self.nodelist?;
         let single =
-            !value.is_empty() && value.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
-        machine = single.then(|| value.to_owned());
+            !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
+        single.then(|| name.to_owned())
     }
-    machine
+}
+
+/// The srun step among `prefix` (the words before the program it starts): its node count when
+/// it starts one task on each of several nodes ([`SrunStep::nodes`]), and the machine of a
+/// one-node step ([`SrunStep::machine`]). Inside a task of a step read per node (`vars` has
+/// srun's variables) the node count is not read again, so that nested steps do not multiply.
+fn srun_step<'w>(prefix: impl Iterator<Item = &'w str>, vars: &Vars) -> (Option<u32>, Option<String>) {
+    let Some(step) = SrunStep::read(prefix) else { return (None, None) };
+    let nodes = if vars.get(STEP_NODES).is_some() { None } else { step.nodes() };
+    (nodes, step.machine())
 }
 
 /// The per-task variable among a word's unknown expansions (as written), if any.
