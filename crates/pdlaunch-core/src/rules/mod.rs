@@ -410,6 +410,20 @@ impl<'a> Context<'a> {
         self.role(role).filter(|s| s.node == 0)
     }
 
+    /// The servers of each instance (its nodes), instances in order of their first server.
+    pub fn instances(&self) -> Vec<Vec<&ServerView>> {
+        let mut index: crate::fast_hash::FastMap<(Option<Role>, usize), usize> = Default::default();
+        let mut out: Vec<Vec<&ServerView>> = Vec::new();
+        for s in &self.servers {
+            let i = *index.entry((s.role, s.instance)).or_insert(out.len());
+            if i == out.len() {
+                out.push(Vec::new());
+            }
+            out[i].push(s);
+        }
+        out
+    }
+
     /// Every (prefill head, decode head) pair.
     pub fn pairs(&self) -> Vec<(&ServerView, &ServerView)> {
         let mut out = Vec::new();

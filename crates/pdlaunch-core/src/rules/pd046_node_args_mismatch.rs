@@ -100,8 +100,9 @@ fn shown(v: &Option<String>) -> String {
 
 fn check(ctx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
-    for head in ctx.servers.iter().filter(|s| s.node == 0) {
-        let others = ctx.servers.iter().filter(|s| s.node != 0 && s.role == head.role && s.instance == head.instance);
+    for nodes in ctx.instances() {
+        let Some(head) = nodes.iter().find(|s| s.node == 0) else { continue };
+        let others = nodes.iter().copied().filter(|s| s.node != 0);
         for (diffs, nodes) in group(others, |s| Some(diffs(head, s)).filter(|d| !d.is_empty())) {
             let what: Vec<String> =
                 diffs.iter().map(|d| format!("{} {} (node 0: {})", d.flag, shown(&d.node), shown(&d.head))).collect();

@@ -1,9 +1,6 @@
 //! PD048: the nodes of a multi-node server do not have the ranks `0..nnodes`.
 
 use super::{Context, Finding, Rule, Severity};
-use crate::deployment::Role;
-use crate::effective::ServerView;
-use crate::fast_hash::FastMap;
 
 /// A server started with `--nnodes N` forms once N processes with node ranks 0 to N-1 have joined
 /// its rendezvous. Scripts that repeat the command per node are where a rank goes wrong: a copied
@@ -26,18 +23,7 @@ pub static RULE: Rule = Rule {
 
 fn check(ctx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
-    // The nodes of each instance, in order of first appearance.
-    let mut order: Vec<(Option<Role>, usize)> = Vec::new();
-    let mut instances: FastMap<(Option<Role>, usize), Vec<&ServerView>> = FastMap::default();
-    for s in &ctx.servers {
-        let nodes = instances.entry((s.role, s.instance)).or_default();
-        if nodes.is_empty() {
-            order.push((s.role, s.instance));
-        }
-        nodes.push(s);
-    }
-    for key in &order {
-        let nodes = &instances[key];
+    for nodes in ctx.instances() {
         let before = out.len();
         for s in nodes.iter().filter(|s| s.explicit("node_rank").is_some()) {
             let nnodes = s.size("nnodes") as usize;
