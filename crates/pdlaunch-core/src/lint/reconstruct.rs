@@ -22,6 +22,16 @@ use crate::flags::{self, Flag, Kind};
 use crate::plan::instance_addrs;
 use crate::spec::{ArgUse, ArgValue};
 
+const VISIBLE: &str = "CUDA_VISIBLE_DEVICES";
+
+/// The first GPU of a `CUDA_VISIBLE_DEVICES` that lists consecutive GPUs (`4,5,6,7`): a
+/// deployment says the same with `base_gpu_id`. Other lists (`0,2`, UUIDs) stay in the environment.
+fn visible_start(env: &std::collections::BTreeMap<String, String>) -> Option<u32> {
+    let ids: Vec<u32> = env.get(VISIBLE)?.split(',').map(|g| g.trim().parse().ok()).collect::<Option<_>>()?;
+    let first = *ids.first()?;
+    ids.iter().zip(first..).all(|(a, b)| *a == b).then_some(first)
+}
+
 /// The most nodes a reconstructed instance gets; larger `--nnodes` values are typos.
 const MAX_NODES: usize = 1024;
 
@@ -369,7 +379,8 @@ impl<'a> Builder<'a> {
                 else {
                     continue;
                 };
-                let want = s.view.int("base_gpu_id").and_then(|b| u32::try_from(b).ok()).unwrap_or(0);
+                let base = s.view.int("base_gpu_id").and_then(|b| u32::try_from(b).ok()).unwrap_or(0);
+                let want = visible_start(&s.view.env).map_or(base, |first| first + base);
                 let planned = plan
                     .servers
                     .iter()
@@ -421,11 +432,15 @@ impl<'a> Builder<'a> {
             k.bytes().next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
                 && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
         };
+        // A contiguous `CUDA_VISIBLE_DEVICES` becomes the node's `base_gpu_id` (`pin_gpus`).
+        let valid = |k: &str, env: &std::collections::BTreeMap<String, String>| {
+            valid(k) && !(k == VISIBLE && visible_start(env).is_some())
+        };
         let all: Vec<&std::collections::BTreeMap<String, String>> = group.servers.iter().map(|s| &s.view.env).collect();
         let Some(first) = all.first() else { return };
         let mut shared = Map::new();
         for (k, v) in first.iter() {
-            if valid(k) && all.iter().all(|e| e.get(k) == Some(v)) {
+            if valid(k, first) && all.iter().all(|e| e.get(k) == Some(v)) {
                 shared.insert(k.clone(), Value::String(v.clone()));
             }
         }
@@ -435,7 +450,7 @@ impl<'a> Builder<'a> {
             let Some(head) = side.first() else { continue };
             let mut env = Map::new();
             for (k, v) in &head.view.env {
-                if valid(k) && !shared.contains_key(k) {
+                if valid(k, &head.view.env) && !shared.contains_key(k) {
                     if side.iter().all(|s| s.view.env.get(k) == Some(v)) {
                         env.insert(k.clone(), Value::String(v.clone()));
                     } else {
