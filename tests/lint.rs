@@ -26,6 +26,7 @@ const FIXTURES: &[(&str, &[&str])] = &[
     ("ome", &["ome-llama-runtime.yaml"]),
     ("slurm", &["slurm-deepseek.sbatch"]),
     ("compose", &["docker-compose.yaml"]),
+    ("srtctl", &["srtctl-qwen3-2p2d.yaml"]),
 ];
 
 fn files_of(fixture: &str) -> &'static [&'static str] {
@@ -94,6 +95,12 @@ const MUTANTS: &[Mutant] = &[
     Mutant { fixture: "compose", name: "nomode", edits: &[("docker-compose.yaml", "      --disaggregation-mode decode\n", "", 1)], expect: &[("PD037", &["docker-compose.yaml:38!"])], after_fix: &[] },
     Mutant { fixture: "compose", name: "tp", edits: &[("docker-compose.yaml", "      --port 30001\n", "      --port 30001\n      --tp-size 2\n", 1)], expect: &[("PD009", &["docker-compose.yaml:14!", "docker-compose.yaml:44"])], after_fix: &["PD009"] },
 
+    Mutant { fixture: "srtctl", name: "page", edits: &[("srtctl-qwen3-2p2d.yaml", "dp-size: 2\n      page-size: 32", "dp-size: 2\n      page-size: 64", 1)], expect: &[("PD001", &["srtctl-qwen3-2p2d.yaml:32", "srtctl-qwen3-2p2d.yaml:47"])], after_fix: &[] },
+    Mutant { fixture: "srtctl", name: "kv", edits: &[("srtctl-qwen3-2p2d.yaml", "      kv-cache-dtype: \"fp8_e4m3\"\n      disaggregation-mode: \"decode\"", "      disaggregation-mode: \"decode\"", 1)], expect: &[("PD002", &["srtctl-qwen3-2p2d.yaml:33", "srtctl-qwen3-2p2d.yaml:41!"])], after_fix: &[] },
+    Mutant { fixture: "srtctl", name: "transfer", edits: &[("srtctl-qwen3-2p2d.yaml", "disaggregation-mode: \"decode\"\n      disaggregation-transfer-backend: nixl", "disaggregation-mode: \"decode\"\n      disaggregation-transfer-backend: mooncake", 1)], expect: &[("PD005", &["srtctl-qwen3-2p2d.yaml:35", "srtctl-qwen3-2p2d.yaml:50"])], after_fix: &[] },
+    Mutant { fixture: "srtctl", name: "bootstrap", edits: &[("srtctl-qwen3-2p2d.yaml", "      disaggregation-mode: \"prefill\"\n", "      disaggregation-mode: \"prefill\"\n      disaggregation-bootstrap-port: 30001\n", 1)], expect: &[("PD019", &["srtctl-qwen3-2p2d.yaml:35", "srtctl-qwen3-2p2d.yaml:35"])], after_fix: &["PD019"] },
+    Mutant { fixture: "srtctl", name: "deepep", edits: &[("srtctl-qwen3-2p2d.yaml", "      max-running-requests: 256\n", "      max-running-requests: 256\n      moe-a2a-backend: deepep\n      deepep-mode: normal\n", 1)], expect: &[("PD021", &["srtctl-qwen3-2p2d.yaml:55", "srtctl-qwen3-2p2d.yaml:54", "srtctl-qwen3-2p2d.yaml:55", "srtctl-qwen3-2p2d.yaml:54"])], after_fix: &[] },
+    Mutant { fixture: "srtctl", name: "tp", edits: &[("srtctl-qwen3-2p2d.yaml", "      tp-size: 4\n      dp-size: 2", "      tp-size: 3\n      dp-size: 2", 1)], expect: &[("PD007", &["srtctl-qwen3-2p2d.yaml:31", "srtctl-qwen3-2p2d.yaml:45"]), ("PD038", &["srtctl-qwen3-2p2d.yaml:45", "srtctl-qwen3-2p2d.yaml:45"]), ("PD009", &["srtctl-qwen3-2p2d.yaml:31", "srtctl-qwen3-2p2d.yaml:45"])], after_fix: &["PD007", "PD038", "PD009"] },
 ];
 
 fn inputs(fixture: &str, edits: &[(&str, &str, &str, usize)]) -> Vec<Input> {
@@ -156,6 +163,9 @@ fn every_fixture_has_every_mutant_kind() {
         let kinds: Vec<&str> = MUTANTS.iter().filter(|m| m.fixture == *name).map(|m| m.name).collect();
         let wanted: &[&str] = if *name == "ome" {
             &["page", "kv", "nomode"]
+        } else if *name == "srtctl" {
+            // srtctl passes `--disaggregation-mode` itself.
+            &["page", "kv", "transfer", "bootstrap", "deepep", "tp"]
         } else {
             &["page", "kv", "transfer", "bootstrap", "deepep", "nomode", "tp"]
         };

@@ -179,13 +179,13 @@ pub fn expand(
     (out.into(), problems)
 }
 
-enum Py {
+pub(super) enum Py {
     Bool(bool),
     Text(String),
 }
 
 /// A scalar as Python's `str()` of PyYAML's (YAML 1.1) value.
-fn py_scalar(sc: &Scalar) -> Py {
+pub(super) fn py_scalar(sc: &Scalar) -> Py {
     if sc.style != Style::Plain {
         return Py::Text(sc.text.to_string());
     }

@@ -301,9 +301,24 @@ fn insert_tokens(s: &ServerEntry, tokens: &[String], files: &[SourceFile]) -> Op
         return None;
     }
     // The last word written on the command line itself (config-file words come first).
-    let last =
-        s.words.iter().rev().find(|w| !matches!(w.embed, Embed::ConfigKey | Embed::ConfigValue)).or(s.words.last())?;
-    insert_after(last, tokens, files).map(|e| vec![e])
+    let written = |w: &&Word| !matches!(w.embed, Embed::ConfigKey | Embed::ConfigValue | Embed::Generated);
+    if let Some(last) = s.words.iter().rev().find(written) {
+        return insert_after(last, tokens, files).map(|e| vec![e]);
+    }
+    // Only a mapping's keys are written (a `--config` file, a recipe's role): a new key goes
+    // after the value of the last one written, at its indentation.
+    let k = (0..s.words.len()).filter(|&k| s.words[k].embed == Embed::ConfigKey).max_by_key(|&k| s.words[k].start)?;
+    let key = &s.words[k];
+    let f = &files[key.file];
+    let value_end =
+        s.words[k..].iter().take_while(|w| w.file == key.file && w.embed != Embed::Generated).map(|w| w.end);
+    let at = f.line_end(value_end.max()?);
+    let indent = &f.text[f.line_start(key.start)..key.start];
+    let name = tokens.first()?.trim_start_matches("--");
+    let value = tokens.get(1).map_or("true".to_owned(), |v| yaml_item(v, None));
+    let nl = if at == f.text.len() && !f.text.ends_with('\n') { "\n" } else { "" };
+    let text = format!("{nl}{indent}{name}: {value}\n");
+    Some(vec![Edit { file: key.file, start: at, end: at, text, why: String::new() }])
 }
 
 fn insert_after(w: &Word, tokens: &[String], files: &[SourceFile]) -> Option<Edit> {
@@ -321,13 +336,7 @@ fn insert_after(w: &Word, tokens: &[String], files: &[SourceFile]) -> Option<Edi
                 tokens.iter().map(|t| format!("{}- {}\n", " ".repeat(*indent), yaml_item(t, quote))).collect();
             (at, format!("{nl}{lines}"))
         }
-        Embed::ConfigKey | Embed::ConfigValue => {
-            let at = f.line_end(w.end);
-            let key = tokens.first()?.trim_start_matches("--");
-            let value = tokens.get(1).map_or("true".to_owned(), |v| yaml_item(v, None));
-            let nl = if at == f.text.len() && !f.text.ends_with('\n') { "\n" } else { "" };
-            (at, format!("{nl}{key}: {value}\n"))
-        }
+        Embed::ConfigKey | Embed::ConfigValue | Embed::Generated => return None,
     };
     Some(Edit { file: w.file, start, end: start, text, why: String::new() })
 }
@@ -352,6 +361,7 @@ fn replace(w: &Word, value: &str, files: &[SourceFile]) -> Option<Edit> {
     let f = &files[w.file];
     let raw = f.text.get(w.start..w.end)?;
     let text = match &w.embed {
+        Embed::Generated => return None,
         Embed::Shell { .. } => value.to_owned(),
         Embed::YamlItem { .. } | Embed::ConfigValue | Embed::ConfigKey => {
             let q = raw.as_bytes().first().copied().filter(|b| *b == b'"' || *b == b'\'');
@@ -381,7 +391,14 @@ fn remove_use(s: &ServerEntry, i: usize, files: &[SourceFile]) -> Option<Vec<Edi
     let ws = s.words.get(i..next)?;
     let first = ws.first()?;
     let last = ws.last()?;
-    if ws.iter().any(|w| w.file != first.file || w.embed != first.embed || w.is_symbolic()) {
+    // A mapping's key and its values are one layer.
+    fn layer(e: &Embed) -> &Embed {
+        match e {
+            Embed::ConfigValue => &Embed::ConfigKey,
+            e => e,
+        }
+    }
+    if ws.iter().any(|w| w.file != first.file || layer(&w.embed) != layer(&first.embed) || w.is_symbolic()) {
         return None;
     }
     let f = &files[first.file];
@@ -416,6 +433,7 @@ fn remove_use(s: &ServerEntry, i: usize, files: &[SourceFile]) -> Option<Vec<Edi
             Some(out)
         }
         Embed::YamlItem { flow: true, .. } => remove_after_previous(|gap| gap.trim() == ","),
+        Embed::Generated => None,
         Embed::ConfigKey | Embed::ConfigValue => {
             let ls = f.line_start(first.start);
             Some(vec![Edit {

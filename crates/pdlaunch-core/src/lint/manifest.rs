@@ -25,6 +25,10 @@ pub fn scan_documents(docs: &[Node], file: usize, base: &Surroundings, out: &mut
         } else {
             Dialect::Kubernetes
         };
+        if super::recipe::is_recipe(doc) {
+            super::recipe::scan(doc, file, base, out);
+            continue;
+        }
         let mut around = base.clone();
         around.isolated = dialect == Dialect::Kubernetes;
         let metadata = doc.get("metadata");

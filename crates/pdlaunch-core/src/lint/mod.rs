@@ -12,6 +12,7 @@ pub mod config;
 pub mod fix;
 pub mod launch;
 pub mod manifest;
+pub mod recipe;
 pub mod reconstruct;
 pub mod shell;
 pub mod source;
@@ -34,7 +35,7 @@ use crate::spec::{parse_argv, ArgValue};
 use config::ConfigProblem;
 use launch::{Launch, Program, Surroundings};
 use shell::Vars;
-use source::{SourceFile, SrcMap, Word};
+use source::{Embed, SourceFile, SrcMap, Word};
 
 /// One text to lint.
 #[derive(Clone, Debug)]
@@ -439,7 +440,11 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
         }
         // Model facts: a preset asked for, or one whose Hugging Face id is the model path.
         let model_path = members.first().map(|&s| model_of(&servers[s].1)).unwrap_or_default();
-        let found = preset.or_else(|| crate::model::preset_for_path(&model_path));
+        // A served name that is a Hugging Face id is the next best hint (a local path or an alias).
+        let served = members.first().and_then(|&s| servers[s].1.value("served_model_name"));
+        let found = preset
+            .or_else(|| crate::model::preset_for_path(&model_path))
+            .or_else(|| served.as_deref().and_then(crate::model::preset_for_path));
         let model = match found {
             Some(p) => preset_facts(p),
             None => ModelFacts::default(),
@@ -629,6 +634,9 @@ fn group_name(
 
 /// The `Origin::Source` of a word.
 pub fn origin_of(files: &[SourceFile], w: &Word) -> Origin {
+    if w.embed == Embed::Generated {
+        return Origin::Derived;
+    }
     let f = &files[w.file];
     let (line, column) = f.position(w.start);
     Origin::Source { file: f.shared_name().clone(), line, column }
@@ -641,6 +649,9 @@ fn origins_of(files: &[SourceFile], words: &[Word]) -> Vec<Origin> {
     words
         .iter()
         .map(|w| {
+            if w.embed == Embed::Generated {
+                return Origin::Derived;
+            }
             let f = &files[w.file];
             let (line, column) = f.position_after(w.start, &mut lines[w.file]);
             Origin::Source { file: f.shared_name().clone(), line, column }
@@ -982,10 +993,54 @@ fn lint_group(
     findings.extend(extra);
     crate::sort::sort_by(&mut findings, |a, b| a.severity.cmp(&b.severity).then(a.code.cmp(b.code)));
     let locator = Locator::new(group, files);
-    findings
-        .into_iter()
-        .map(|f| LintFinding { places: places(&f, &locator, files, launches), group: g, finding: f })
-        .collect()
+    merge_same_places(
+        findings
+            .into_iter()
+            .map(|f| LintFinding { places: places(&f, &locator, files, launches), group: g, finding: f })
+            .collect(),
+    )
+}
+
+/// Findings of one rule at the very same places are one finding: servers that one written
+/// command starts (a recipe's workers, a template's pods) are compared pair by pair, and every
+/// pair points at the same lines, which one edit fixes. The first stays and says how many more
+/// it stands for.
+fn merge_same_places(found: Vec<LintFinding>) -> Vec<LintFinding> {
+    type Key<'a> = (&'a str, Vec<(&'a str, u32, u32, u32, u32, bool, Option<&'a str>)>);
+    fn key(f: &LintFinding) -> Key<'_> {
+        let places = f
+            .places
+            .iter()
+            .map(|p| (p.file.as_str(), p.line, p.column, p.end_line, p.end_column, p.missing, p.flag.as_deref()));
+        (f.finding.code, places.collect())
+    }
+    let mut first: FastMap<u64, Vec<usize>> = FastMap::default();
+    let mut more = vec![0usize; found.len()];
+    let mut keep = vec![true; found.len()];
+    for (i, f) in found.iter().enumerate() {
+        if f.places.is_empty() {
+            continue;
+        }
+        let k = key(f);
+        let seen = first.entry(crate::fast_hash::hash_one(&k)).or_default();
+        match seen.iter().find(|&&j| key(&found[j]) == k) {
+            Some(&j) => {
+                more[j] += 1;
+                keep[i] = false;
+            }
+            None => seen.push(i),
+        }
+    }
+    let mut out = Vec::with_capacity(found.len());
+    for (i, mut f) in found.into_iter().enumerate() {
+        if keep[i] {
+            if more[i] > 0 {
+                f.finding.message.push_str(&format!(" (and {} more like it at the same places)", more[i]));
+            }
+            out.push(f);
+        }
+    }
+    out
 }
 
 fn pos_key(files: &[SourceFile], w: &Word) -> PosKey {

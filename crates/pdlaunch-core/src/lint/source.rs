@@ -148,6 +148,9 @@ pub enum Embed {
     ConfigKey,
     /// A value of an SGLang `--config` mapping.
     ConfigValue,
+    /// Not written: added by the tool that starts the process (srtctl's own flags). Its span is
+    /// the place findings point at; fixes do not edit it.
+    Generated,
 }
 
 /// One word as the program receives it, with where it was written.

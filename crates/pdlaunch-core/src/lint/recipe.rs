@@ -1,0 +1,613 @@
+//! srtctl recipes (NVIDIA's srt-slurm): one YAML file that describes a prefill-decode deployment
+//! on SLURM, read as the processes srtctl starts from it.
+//!
+//! Two layouts are read. The older one has `resources.{prefill,decode}_{nodes,workers}` and
+//! `gpus_per_{prefill,decode}`, the SGLang arguments under `backend.sglang_config.{prefill,decode}`
+//! and the environment under `backend.{prefill,decode}_environment`; the newer one (`schema: 2`)
+//! has `roles.{prefill,decode}.{nodes,workers,gpus,env,args}`, with `nodes: colocate` for a
+//! decode on the prefill's spare GPUs. A file with `base:` (a base and its overrides) is read
+//! as its base.
+//!
+//! What srtctl does, and this reader repeats:
+//! - each worker takes `gpus` GPUs (else `nodes x gpus_per_node / workers`, else a whole node);
+//!   a worker of a node or more takes whole consecutive nodes, smaller ones share a node at GPU
+//!   offsets (with `CUDA_VISIBLE_DEVICES` set), prefill workers first, then decode from a fresh
+//!   node unless colocated;
+//! - one process per node of a worker: `python3 -m dynamo.sglang` (or `sglang.launch_server`
+//!   behind the SGLang router frontend) with `--model-path`, `--served-model-name`, `--host`,
+//!   `--port`, `--disaggregation-mode`, the prefill's `--disaggregation-bootstrap-port`, and
+//!   `--dist-init-addr`/`--nnodes`/`--node-rank` for a worker of several nodes; then the role's
+//!   arguments in key order, `_` read as `-`, `true` as the bare flag, `false` and `null` left
+//!   out, a list as the flag and its items. The recipe's own `model-path`, `served-model-name`,
+//!   `nccl-port` and `grpc-port` are replaced by srtctl's;
+//! - ports as the current srtctl allocates them: HTTP 6100 + 32 k and bootstrap 7200 + k for the
+//!   k-th worker leader on a node, `--dist-init-addr` port 8300;
+//! - the environment is the role's, then the recipe's top-level `environment`, with `{node}` and
+//!   `{node_id}` filled in;
+//! - behind the SGLang router frontend, one router with every worker leader.
+//!
+//! Nodes are named `node0`, `node1`… in allocation order: SLURM picks the real ones. The words
+//! srtctl adds are [`Embed::Generated`]: findings on them point at the role, fixes leave them
+//! alone. Values with a sweep's `{placeholder}` stay unknown.
+
+use super::config::{py_scalar, Py};
+use super::launch::{gpu_in_text, release_in_image, Launch, Program, Surroundings, DYNAMO_WORKER};
+use super::source::{Embed, Word};
+use super::yaml::{Map, Node, Scalar};
+
+/// The most workers of one role read, the most nodes of one worker, and the most processes of one
+/// role.
+const MAX_WORKERS: u32 = 64;
+const MAX_NODES_PER_WORKER: u32 = 64;
+const MAX_PROCESSES: u32 = 256;
+/// srtctl's port bases (`srtctl/ports.py`).
+const HTTP_PORT_BASE: u32 = 6100;
+const HTTP_PORT_STRIDE: u32 = 32;
+const BOOTSTRAP_PORT_BASE: u32 = 7200;
+const DIST_INIT_PORT: u32 = 8300;
+/// The router's port when only one frontend runs.
+const FRONTEND_PORT: u32 = 8000;
+/// Keys srtctl takes out of the role's arguments and passes itself.
+const POPPED: &[&str] = &["model-path", "served-model-name", "nccl-port", "grpc-port"];
+
+/// True when the document is an srtctl recipe with SGLang prefill or decode roles.
+pub fn is_recipe(doc: &Node) -> bool {
+    let doc = doc.get("base").unwrap_or(doc);
+    if doc.get("apiVersion").is_some() || doc.get("model").is_none() {
+        return false;
+    }
+    let engine_ok = !matches!(engine_type(doc), Some(t) if t != "sglang");
+    engine_ok && roles(doc).iter().any(|r| r.is_some())
+}
+
+/// The engine a recipe names (`engine: sglang`, `engine: {type: …}`, `backend: {type: …}`).
+fn engine_type<'n>(doc: &'n Node) -> Option<&'n str> {
+    let engine = doc.get("engine");
+    engine
+        .and_then(Node::str)
+        .or_else(|| engine.and_then(|e| e.get("type")).and_then(Node::str))
+        .or_else(|| doc.get("backend").and_then(|b| b.get("type")).and_then(Node::str))
+}
+
+/// One role of a recipe, wherever its layout put its parts.
+struct RoleSpec<'n, 'a> {
+    mode: &'static str,
+    /// The key the findings on srtctl's own words point at.
+    key: &'n Scalar<'a>,
+    args: Option<&'n Map<'a>>,
+    env: Option<&'n Node<'a>>,
+    nodes: Option<&'n Node<'a>>,
+    workers: Option<&'n Node<'a>>,
+    gpus: Option<&'n Node<'a>>,
+}
+
+/// The key and value of `key` in a mapping node.
+fn entry<'n, 'a>(node: Option<&'n Node<'a>>, key: &str) -> Option<(&'n Scalar<'a>, &'n Node<'a>)> {
+    match node? {
+        Node::Map(m) => m.entries.iter().rev().find(|(k, _)| k.text == key).map(|(k, v)| (k, v)),
+        _ => None,
+    }
+}
+
+fn as_map<'n, 'a>(n: &'n Node<'a>) -> Option<&'n Map<'a>> {
+    match n {
+        Node::Map(m) => Some(m),
+        _ => None,
+    }
+}
+
+/// The prefill and decode roles, in either layout.
+fn roles<'n, 'a>(doc: &'n Node<'a>) -> [Option<RoleSpec<'n, 'a>>; 2] {
+    ["prefill", "decode"].map(|mode| {
+        if let Some((key, role)) = entry(doc.get("roles"), mode) {
+            return Some(RoleSpec {
+                mode,
+                key,
+                args: role.get("args").and_then(as_map),
+                env: role.get("env"),
+                nodes: role.get("nodes"),
+                workers: role.get("workers"),
+                gpus: role.get("gpus"),
+            });
+        }
+        let backend = doc.get("backend");
+        let (key, args) = entry(backend.and_then(|b| b.get("sglang_config")), mode)?;
+        let resources = doc.get("resources");
+        Some(RoleSpec {
+            mode,
+            key,
+            args: as_map(args),
+            env: backend.and_then(|b| b.get(&format!("{mode}_environment"))),
+            nodes: resources.and_then(|r| r.get(&format!("{mode}_nodes"))),
+            workers: resources.and_then(|r| r.get(&format!("{mode}_workers"))),
+            gpus: resources.and_then(|r| r.get(&format!("gpus_per_{mode}"))),
+        })
+    })
+}
+
+fn number(n: Option<&Node>) -> Option<u32> {
+    n?.str()?.trim().parse().ok()
+}
+
+/// Where one process of a worker runs.
+struct Process {
+    node: u32,
+    rank: u32,
+    /// The GPUs it sees, when it takes part of a node.
+    gpus: Option<std::ops::Range<u32>>,
+}
+
+/// One worker: its processes and its leader's ports.
+struct Worker {
+    processes: Vec<Process>,
+    http_port: u32,
+    bootstrap_port: u32,
+}
+
+/// srtctl's node allocation (`srtctl/core/topology.py`).
+#[derive(Default)]
+struct Allocator {
+    node: u32,
+    gpu: u32,
+    /// Worker leaders placed on each node so far.
+    leaders: Vec<u32>,
+}
+
+impl Allocator {
+    fn next_node(&mut self) {
+        if self.gpu > 0 {
+            self.node += 1;
+            self.gpu = 0;
+        }
+    }
+
+    fn worker(&mut self, gpus: u32, per_node: u32) -> Worker {
+        let processes = if gpus >= per_node {
+            self.next_node();
+            let nodes = gpus.div_ceil(per_node).min(MAX_NODES_PER_WORKER);
+            let first = self.node;
+            self.node += nodes;
+            (0..nodes).map(|rank| Process { node: first + rank, rank, gpus: None }).collect()
+        } else {
+            if self.gpu + gpus > per_node {
+                self.next_node();
+            }
+            let range = self.gpu..self.gpu + gpus;
+            self.gpu += gpus;
+            let p = Process { node: self.node, rank: 0, gpus: Some(range) };
+            if self.gpu == per_node {
+                self.next_node();
+            }
+            vec![p]
+        };
+        let leader = processes[0].node as usize;
+        if self.leaders.len() <= leader {
+            self.leaders.resize(leader + 1, 0);
+        }
+        let k = self.leaders[leader];
+        self.leaders[leader] += 1;
+        Worker { processes, http_port: HTTP_PORT_BASE + HTTP_PORT_STRIDE * k, bootstrap_port: BOOTSTRAP_PORT_BASE + k }
+    }
+}
+
+/// Reads a recipe into the launches srtctl makes of it.
+pub fn scan(doc: &Node, file: usize, base: &Surroundings, out: &mut Vec<Launch>) {
+    let doc = doc.get("base").unwrap_or(doc);
+    let model = doc.get("model");
+    let resources = doc.get("resources");
+    let per_node = number(resources.and_then(|r| r.get("gpus_per_node"))).filter(|n| *n > 0).unwrap_or(4);
+    let gpu_type = resources
+        .and_then(|r| r.get("gpu_type"))
+        .or_else(|| doc.get("engine").and_then(|e| e.get("gpu_type")))
+        .or_else(|| doc.get("backend").and_then(|b| b.get("gpu_type")))
+        .and_then(Node::str);
+    let release = doc
+        .get("identity")
+        .and_then(|i| i.get("frameworks"))
+        .and_then(|f| f.get("sglang"))
+        .and_then(Node::str)
+        .and_then(|v| release_in_image(&format!("sglang:{v}")))
+        .or_else(|| model.and_then(|m| m.get("container")).and_then(Node::str).and_then(release_in_image));
+    let frontend = doc.get("frontend");
+    let frontend_type = frontend.and_then(|f| f.get("type")).and_then(Node::str);
+    let sglang_router = matches!(frontend_type, Some("sglang" | "sglang-router"))
+        || frontend.and_then(|f| f.get("use_sglang_router")).and_then(Node::str) == Some("true");
+    let module = if sglang_router { "sglang.launch_server" } else { DYNAMO_WORKER };
+    let sweep = doc.get("sweep").is_some();
+    let model_path = model.and_then(|m| m.get("path")).and_then(Node::str).unwrap_or("");
+    let model_path = model_path.strip_prefix("hf:").unwrap_or(model_path);
+    let name = doc.get("name").and_then(Node::str);
+    let top_env: Vec<(String, String)> = env_pairs(doc.get("environment"));
+    let [prefill, decode] = roles(doc);
+    let served = [&prefill, &decode]
+        .into_iter()
+        .flatten()
+        .find_map(|r| r.args.and_then(|a| arg_value(a, "served-model-name")))
+        .unwrap_or_else(|| model_path.rsplit('/').find(|s| !s.is_empty()).unwrap_or(model_path).to_owned());
+
+    let mut alloc = Allocator::default();
+    let mut prefill_gpus = None;
+    let mut leaders: Vec<(&'static str, String, u32, Option<u32>)> = Vec::new();
+    for role in [prefill, decode].into_iter().flatten() {
+        let colocate = role.nodes.and_then(Node::str).is_some_and(|n| n == "colocate" || n == "0");
+        let workers = number(role.workers).filter(|w| *w > 0).unwrap_or(1).min(MAX_WORKERS);
+        let gpus = number(role.gpus)
+            .or_else(|| number(role.nodes).filter(|n| *n > 0).map(|n| n.saturating_mul(per_node) / workers))
+            .or(if colocate { prefill_gpus } else { None })
+            .filter(|g| *g > 0)
+            .unwrap_or(per_node);
+        if role.mode == "prefill" {
+            prefill_gpus = Some(gpus);
+        } else if !colocate {
+            alloc.next_node();
+        }
+        // At most MAX_PROCESSES processes per role: fewer workers beyond that.
+        let workers = workers.min((MAX_PROCESSES / gpus.div_ceil(per_node).clamp(1, MAX_NODES_PER_WORKER)).max(1));
+        let role_env = env_pairs(role.env);
+        let mut args = role.args.map(|a| config_words(a, file, sweep)).unwrap_or_default();
+        args.retain(|(key, _)| !POPPED.contains(&key.as_str()));
+        let gen = |text: String| Word {
+            text,
+            file,
+            start: role.key.start,
+            end: role.key.end,
+            unknown: Vec::new(),
+            map: None,
+            embed: Embed::Generated,
+        };
+        for _ in 0..workers {
+            let w = alloc.worker(gpus, per_node);
+            let nodes = w.processes.len() as u32;
+            let leader = format!("node{}", w.processes[0].node);
+            let bootstrap = (role.mode == "prefill").then_some(w.bootstrap_port);
+            for p in &w.processes {
+                let mut words: Vec<Word> = Vec::new();
+                let mut flag = |f: &str, v: String| {
+                    words.push(gen(f.to_owned()));
+                    words.push(gen(v));
+                };
+                flag("--model-path", model_path.to_owned());
+                flag("--served-model-name", served.clone());
+                flag("--host", "0.0.0.0".to_owned());
+                flag("--port", w.http_port.to_string());
+                flag("--disaggregation-mode", role.mode.to_owned());
+                if let Some(b) = bootstrap {
+                    flag("--disaggregation-bootstrap-port", b.to_string());
+                }
+                if nodes > 1 {
+                    flag("--dist-init-addr", format!("{leader}:{DIST_INIT_PORT}"));
+                    flag("--nnodes", nodes.to_string());
+                    flag("--node-rank", p.rank.to_string());
+                }
+                words.extend(args.iter().flat_map(|(_, ws)| ws.iter().cloned()));
+                let node = format!("node{}", p.node);
+                let fill = |v: &str| v.replace("{node_id}", &p.node.to_string()).replace("{node}", &node);
+                let mut env: Vec<(String, String)> = Vec::new();
+                for (k, v) in role_env.iter().chain(&top_env) {
+                    env.retain(|(e, _)| e != k);
+                    env.push((k.clone(), fill(v)));
+                }
+                if let Some(g) = &p.gpus {
+                    let list: Vec<String> = g.clone().map(|i| i.to_string()).collect();
+                    env.push(("CUDA_VISIBLE_DEVICES".into(), list.join(",")));
+                }
+                let mut hints = base.hints.clone();
+                hints.extend(name.map(str::to_ascii_lowercase));
+                hints.push(role.mode.to_owned());
+                out.push(Launch {
+                    program: Program::Server,
+                    file,
+                    at: role.key.start,
+                    entry: format!("python3 -m {module}"),
+                    python: Some("python3".into()),
+                    args: words.into(),
+                    env,
+                    hints,
+                    gpu: gpu_type.and_then(gpu_in_text).or(base.gpu),
+                    release: release.or(base.release),
+                    isolated: false,
+                    srun_same_rank: None,
+                    machine: Some(node),
+                });
+            }
+            leaders.push((role.mode, leader, w.http_port, bootstrap));
+        }
+    }
+    if sglang_router && !leaders.is_empty() {
+        out.push(router(doc, file, &leaders, base));
+    }
+}
+
+/// The SGLang router srtctl starts in front of the worker leaders.
+fn router(
+    doc: &Node,
+    file: usize,
+    leaders: &[(&'static str, String, u32, Option<u32>)],
+    base: &Surroundings,
+) -> Launch {
+    let frontend = doc.get("frontend");
+    let at = entry(Some(doc), "frontend").map_or(0, |(k, _)| k.start);
+    let (start, end) = entry(Some(doc), "frontend").map_or((0, 0), |(k, _)| (k.start, k.end));
+    let gen = |text: String| Word { text, file, start, end, unknown: Vec::new(), map: None, embed: Embed::Generated };
+    let mut words = vec![gen("--pd-disaggregation".into())];
+    for (mode, host, port, bootstrap) in leaders {
+        words.push(gen(format!("--{mode}")));
+        words.push(gen(format!("http://{host}:{port}")));
+        words.extend(bootstrap.map(|b| gen(b.to_string())));
+    }
+    for w in ["--host", "0.0.0.0", "--port"].map(str::to_owned).into_iter().chain([FRONTEND_PORT.to_string()]) {
+        words.push(gen(w));
+    }
+    let args = frontend.and_then(|f| f.get("args").or_else(|| f.get("sglang_router_args"))).and_then(as_map);
+    words.extend(args.map(|a| config_words(a, file, false)).unwrap_or_default().into_iter().flat_map(|(_, w)| w));
+    let mut hints = base.hints.clone();
+    hints.push("router".into());
+    Launch {
+        program: Program::Router,
+        file,
+        at,
+        entry: "python3 -m sglang_router.launch_router".into(),
+        python: Some("python3".into()),
+        args: words.into(),
+        env: env_pairs(frontend.and_then(|f| f.get("env"))),
+        hints,
+        gpu: None,
+        release: None,
+        isolated: false,
+        srun_same_rank: None,
+        machine: Some("node0".into()),
+    }
+}
+
+/// A mapping of environment variables as (name, value) pairs.
+fn env_pairs(n: Option<&Node>) -> Vec<(String, String)> {
+    let Some(Node::Map(m)) = n else { return Vec::new() };
+    m.entries
+        .iter()
+        .filter_map(|(k, v)| {
+            let value = match v {
+                Node::Scalar(sc) => match py_scalar(sc) {
+                    Py::Bool(b) => if b { "True" } else { "False" }.to_owned(),
+                    Py::Text(t) => t,
+                },
+                _ => return None,
+            };
+            Some((k.text.to_string(), value))
+        })
+        .collect()
+}
+
+/// The value srtctl passes for `key` (either spelling), when the role sets one.
+fn arg_value(args: &Map, key: &str) -> Option<String> {
+    let v = args.entries.iter().rev().find(|(k, _)| k.text.replace('_', "-") == key)?;
+    match py_scalar(v.1.scalar()?) {
+        Py::Text(t) => Some(t),
+        Py::Bool(_) => None,
+    }
+}
+
+/// The words srtctl makes of a role's arguments, in key order, each with its dashed key.
+fn config_words(args: &Map, file: usize, sweep: bool) -> Vec<(String, Vec<Word>)> {
+    let mut keyed: Vec<(String, Vec<Word>)> = Vec::new();
+    for (key, value) in &args.entries {
+        let dashed = key.text.replace('_', "-");
+        let key_word = Word {
+            text: format!("--{dashed}"),
+            file,
+            start: key.start,
+            end: key.end,
+            unknown: Vec::new(),
+            map: None,
+            embed: Embed::ConfigKey,
+        };
+        let value_word = |text: String, start: usize, end: usize| {
+            let unknown = if sweep && has_placeholder(&text) { vec![text.clone()] } else { Vec::new() };
+            Word { text, file, start, end, unknown, map: None, embed: Embed::ConfigValue }
+        };
+        let words = match value {
+            Node::Null(_) => continue,
+            Node::Scalar(sc) => match py_scalar(sc) {
+                Py::Bool(true) => vec![key_word],
+                Py::Bool(false) => continue,
+                Py::Text(t) if t == "None" && sc.style == super::yaml::Style::Plain => continue,
+                Py::Text(t) => vec![key_word, value_word(t, sc.start, sc.end)],
+            },
+            Node::Seq(s) => {
+                let mut ws = vec![key_word];
+                for item in &s.items {
+                    let text = match item {
+                        Node::Scalar(sc) => python_str(sc),
+                        other => python_repr(other),
+                    };
+                    let start = item.start();
+                    let end = item.scalar().map_or(start, |sc| sc.end);
+                    ws.push(value_word(text, start, end));
+                }
+                ws
+            }
+            Node::Map(_) => vec![key_word, value_word(python_repr(value), value.start(), value.start())],
+        };
+        // A key written twice: the later entry replaces the earlier, as a Python dict does.
+        keyed.retain(|(k, _)| *k != dashed);
+        keyed.push((dashed, words));
+    }
+    keyed.sort_by(|a, b| a.0.cmp(&b.0));
+    keyed
+}
+
+/// Python's `str()` of a scalar as PyYAML reads it.
+fn python_str(sc: &Scalar) -> String {
+    match py_scalar(sc) {
+        Py::Bool(b) => if b { "True" } else { "False" }.to_owned(),
+        Py::Text(t) => t,
+    }
+}
+
+/// Python's `str()` of a mapping or list as PyYAML reads it: its `repr`, which is not JSON.
+fn python_repr(n: &Node) -> String {
+    match n {
+        Node::Null(_) => "None".into(),
+        Node::Scalar(sc) => match py_scalar(sc) {
+            Py::Text(t) if sc.style != super::yaml::Style::Plain || crate::float::parse(&t).is_none() => {
+                format!("'{}'", t.replace('\\', "\\\\").replace('\'', "\\'"))
+            }
+            _ => python_str(sc),
+        },
+        Node::Seq(s) => format!("[{}]", s.items.iter().map(python_repr).collect::<Vec<_>>().join(", ")),
+        Node::Map(m) => {
+            let entries: Vec<String> = m
+                .entries
+                .iter()
+                .map(|(k, v)| format!("'{}': {}", k.text.replace('\'', "\\'"), python_repr(v)))
+                .collect();
+            format!("{{{}}}", entries.join(", "))
+        }
+    }
+}
+
+/// True when the text holds a `{name}` placeholder of a sweep.
+fn has_placeholder(t: &str) -> bool {
+    t.split('{').skip(1).any(|rest| {
+        rest.split_once('}').is_some_and(|(name, _)| {
+            !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lint::yaml;
+
+    fn read(text: &str) -> Vec<Launch> {
+        let docs = yaml::parse(text).expect("YAML");
+        let mut out = Vec::new();
+        super::super::manifest::scan_documents(&docs, 0, &Surroundings::default(), &mut out);
+        out
+    }
+
+    fn argv(l: &Launch) -> String {
+        l.args.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" ")
+    }
+
+    fn env<'l>(l: &'l Launch, k: &str) -> Option<&'l str> {
+        l.env.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
+    }
+
+    const OLD: &str = "\
+name: t
+model: {path: dsr1, container: \"lmsysorg/sglang:v0.5.6.post2-cu129\", precision: fp8}
+resources: {gpu_type: h200, gpus_per_node: 8, prefill_nodes: 1, prefill_workers: 2, decode_nodes: 2, decode_workers: 1}
+environment: {NCCL_DEBUG: WARN, WHERE: \"{node}/{node_id}\"}
+backend:
+  prefill_environment: {A: \"1\", NCCL_DEBUG: INFO}
+  sglang_config:
+    prefill:
+      tp_size: 4
+      model-path: /model/
+      served-model-name: deepseek-ai/DeepSeek-R1
+      trust-remote-code: true
+      enable-metrics: false
+      max-total-tokens: null
+      disaggregation-mode: prefill
+    decode:
+      tp-size: 16
+      cuda-graph-bs: [1, 2, 4]
+      json-model-override-args: {rope_scaling: {factor: 2.0}, name: x}
+";
+
+    #[test]
+    fn workers_become_processes_as_srtctl_starts_them() {
+        let l = read(OLD);
+        assert_eq!(l.len(), 4, "two prefill workers of 4 GPUs, one decode worker of 16 GPUs on two nodes");
+        let machines: Vec<&str> = l.iter().map(|l| l.machine.as_deref().unwrap()).collect();
+        assert_eq!(machines, ["node0", "node0", "node1", "node2"]);
+        assert_eq!(
+            argv(&l[0]),
+            "--model-path dsr1 --served-model-name deepseek-ai/DeepSeek-R1 --host 0.0.0.0 --port 6100 \
+             --disaggregation-mode prefill --disaggregation-bootstrap-port 7200 \
+             --disaggregation-mode prefill --tp-size 4 --trust-remote-code"
+        );
+        assert!(argv(&l[1]).contains("--port 6132 --disaggregation-mode prefill --disaggregation-bootstrap-port 7201"));
+        assert_eq!(env(&l[0], "CUDA_VISIBLE_DEVICES"), Some("0,1,2,3"));
+        assert_eq!(env(&l[1], "CUDA_VISIBLE_DEVICES"), Some("4,5,6,7"));
+        // The role's environment, then the recipe's, which wins; placeholders filled per node.
+        assert_eq!((env(&l[0], "A"), env(&l[0], "NCCL_DEBUG")), (Some("1"), Some("WARN")));
+        assert_eq!(env(&l[3], "WHERE"), Some("node2/2"));
+        for (k, d) in l[2..].iter().enumerate() {
+            assert_eq!(
+                argv(d),
+                format!(
+                    "--model-path dsr1 --served-model-name deepseek-ai/DeepSeek-R1 --host 0.0.0.0 --port 6100 \
+                     --disaggregation-mode decode --dist-init-addr node1:8300 --nnodes 2 --node-rank {k} \
+                     --cuda-graph-bs 1 2 4 --json-model-override-args {{'rope_scaling': {{'factor': 2.0}}, 'name': 'x'}} \
+                     --tp-size 16"
+                )
+            );
+            assert_eq!(env(d, "CUDA_VISIBLE_DEVICES"), None, "whole nodes");
+        }
+        assert!(l.iter().all(|l| l.entry == "python3 -m dynamo.sglang" && l.program == Program::Server));
+        assert_eq!(l[0].gpu, Some(crate::deployment::Gpu::H200));
+        assert_eq!(l[0].release, crate::release::Release::named("0.5.6.post2"));
+        // srtctl's own words are marked, the recipe's point at their keys and values.
+        assert!(l[0].args[..12].iter().all(|w| w.embed == Embed::Generated));
+        let tp = l[0].args.iter().find(|w| w.text == "--tp-size").unwrap();
+        assert_eq!(&OLD[tp.start..tp.end], "tp_size");
+    }
+
+    #[test]
+    fn the_new_layout_colocates_and_starts_the_sglang_router() {
+        let l = read(
+            "schema: 2\nname: r\nmodel: {path: \"hf:Qwen/Qwen3-32B\", container: sglang, precision: bf16}\n\
+             resources: {gpu_type: h100, gpus_per_node: 8}\n\
+             frontend: {type: sglang-router, args: {policy: cache_aware}}\nengine: sglang\n\
+             roles:\n  prefill: {nodes: 1, workers: 2, gpus: 2, args: {tp-size: 2}}\n  \
+             decode: {nodes: colocate, workers: 1, gpus: 4, args: {tp-size: 4}}\n",
+        );
+        assert_eq!(l.len(), 4);
+        let gpus: Vec<Option<&str>> = l[..3].iter().map(|l| env(l, "CUDA_VISIBLE_DEVICES")).collect();
+        assert_eq!(gpus, [Some("0,1"), Some("2,3"), Some("4,5,6,7")]);
+        assert!(l[..3]
+            .iter()
+            .all(|l| l.machine.as_deref() == Some("node0") && l.entry.ends_with("sglang.launch_server")));
+        assert!(argv(&l[0]).starts_with("--model-path Qwen/Qwen3-32B --served-model-name Qwen3-32B "));
+        assert_eq!(l[3].program, Program::Router);
+        assert_eq!(
+            argv(&l[3]),
+            "--pd-disaggregation --prefill http://node0:6100 7200 --prefill http://node0:6132 7201 \
+             --decode http://node0:6164 --host 0.0.0.0 --port 8000 --policy cache_aware"
+        );
+    }
+
+    #[test]
+    fn sweeps_stay_unknown_and_bundles_are_read_as_their_base() {
+        let l = read(
+            "base:\n  name: b\n  model: {path: m, container: c, precision: fp8}\n  \
+             resources: {gpu_type: gb200, prefill_nodes: 1, decode_nodes: 1}\n  \
+             backend:\n    sglang_config:\n      prefill: {tp-size: 4}\n      decode: {tp-size: 4}\n\
+             override_big:\n  resources: {decode_nodes: 4}\n",
+        );
+        assert_eq!(l.len(), 2);
+        assert_eq!(l[0].gpu, Some(crate::deployment::Gpu::Gb200));
+        let l = read(
+            "name: s\nmodel: {path: m, container: c, precision: fp8}\nresources: {gpu_type: h200, prefill_nodes: 1, decode_nodes: 1}\n\
+             sweep: {mrr: [64, 128]}\nbackend:\n  sglang_config:\n    prefill: {tp-size: 8}\n    \
+             decode: {tp-size: 8, max-running-requests: \"{mrr}\"}\n",
+        );
+        let mrr = l[1].args.iter().skip_while(|w| w.text != "--max-running-requests").nth(1).unwrap();
+        assert!(mrr.is_symbolic(), "{mrr:?}");
+    }
+
+    #[test]
+    fn other_documents_are_not_recipes() {
+        for text in [
+            "apiVersion: v1\nkind: Pod\nmodel: {path: m}\nroles: {prefill: {args: {tp-size: 1}}}\n",
+            "name: t\nmodel: {path: m}\nbackend: {type: trtllm, sglang_config: {prefill: {tp-size: 1}}}\n",
+            "name: t\nbackend: {sglang_config: {prefill: {tp-size: 1}}}\n",
+            "name: t\nmodel: {path: m}\nresources: {prefill_nodes: 1}\n",
+        ] {
+            let docs = yaml::parse(text).unwrap();
+            assert!(!is_recipe(&docs[0]), "{text}");
+        }
+    }
+}
