@@ -178,7 +178,7 @@ pub fn lint_view(props: &LintProps) -> Html {
     html! {
         <section class="lint" aria-labelledby="lint-title" {ondragover} {ondrop}>
             <h2 id="lint-title">{"Lint existing launch scripts and manifests"}</h2>
-            <label for="lint-input">{"Shell script, command lines, Kubernetes or compose YAML (paste, or drop files here)"}</label>
+            <label for="lint-input">{"Shell script, command lines, Kubernetes or compose YAML, srtctl recipe (paste, or drop files here)"}</label>
             <textarea id="lint-input" rows="12" value={text} {oninput} spellcheck="false" autocomplete="off"
                       placeholder="python -m sglang.launch_server --model-path ... --disaggregation-mode prefill ..." />
             if !others.is_empty() { <p class="muted">{format!("Also linting: {}", others.join(", "))}</p> }

@@ -463,6 +463,7 @@ fn fuzz_whole_linter_on_mutated_fixtures() {
         ("rbg.yaml", include_str!("../../../../tests/fixtures/lint/rbg-deepseek.yaml")),
         ("compose.yaml", include_str!("../../../../tests/fixtures/lint/docker-compose.yaml")),
         ("ome.yaml", include_str!("../../../../tests/fixtures/lint/ome-llama-runtime.yaml")),
+        ("recipe.yaml", include_str!("../../../../tests/fixtures/lint/srtctl-qwen3-2p2d.yaml")),
     ];
     let n = cases(400);
     let mut total = 0;

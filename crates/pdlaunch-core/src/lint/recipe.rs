@@ -100,6 +100,7 @@ fn as_map<'n, 'a>(n: &'n Node<'a>) -> Option<&'n Map<'a>> {
 fn roles<'n, 'a>(doc: &'n Node<'a>) -> [Option<RoleSpec<'n, 'a>>; 2] {
     ["prefill", "decode"].map(|mode| {
         if let Some((key, role)) = entry(doc.get("roles"), mode) {
+            as_map(role)?;
             return Some(RoleSpec {
                 mode,
                 key,
@@ -112,6 +113,10 @@ fn roles<'n, 'a>(doc: &'n Node<'a>) -> [Option<RoleSpec<'n, 'a>>; 2] {
         }
         let backend = doc.get("backend");
         let (key, args) = entry(backend.and_then(|b| b.get("sglang_config")), mode)?;
+        // Arguments are a mapping; an empty role is one without any.
+        if !matches!(args, Node::Map(_) | Node::Null(_)) {
+            return None;
+        }
         let resources = doc.get("resources");
         Some(RoleSpec {
             mode,
@@ -431,7 +436,7 @@ fn config_words(args: &Map, file: usize, sweep: bool) -> Vec<(String, Vec<Word>)
         keyed.retain(|(k, _)| *k != dashed);
         keyed.push((dashed, words));
     }
-    keyed.sort_by(|a, b| a.0.cmp(&b.0));
+    crate::sort::sort_by(&mut keyed, |a, b| a.0.cmp(&b.0));
     keyed
 }
 
@@ -605,6 +610,8 @@ backend:
             "name: t\nmodel: {path: m}\nbackend: {type: trtllm, sglang_config: {prefill: {tp-size: 1}}}\n",
             "name: t\nbackend: {sglang_config: {prefill: {tp-size: 1}}}\n",
             "name: t\nmodel: {path: m}\nresources: {prefill_nodes: 1}\n",
+            "name: t\nmodel: {path: m}\nroles: {prefill: 5, decode: [1]}\n",
+            "name: t\nmodel: {path: m}\nbackend: {sglang_config: {prefill: [1, 2], decode: x}}\n",
         ] {
             let docs = yaml::parse(text).unwrap();
             assert!(!is_recipe(&docs[0]), "{text}");
