@@ -51,7 +51,13 @@ pub struct Launch {
     /// The machine the process runs on, when the material names it (`srun -w node01` of a
     /// one-node step).
     pub machine: Option<String>,
+    /// Set when the material describes one whole deployment (an srtctl recipe): its launches
+    /// form a deployment of their own, never joined with launches from elsewhere.
+    pub scope: Option<Scope>,
 }
+
+/// A whole deployment's material: (file, offset of its document).
+pub type Scope = (usize, usize);
 
 /// A multi-node server that `srun --nodes=N` starts with one argv, so one node rank, everywhere.
 #[derive(Clone, Debug)]
@@ -401,6 +407,7 @@ fn new_launch(
         isolated: around.isolated,
         srun_same_rank: None,
         machine: None,
+        scope: None,
     }
 }
 

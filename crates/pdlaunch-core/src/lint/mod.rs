@@ -385,7 +385,12 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
     }
     // Link servers to routers by port (and host, when the server names one).
     // Linked: `Some(role)`, or `Some(None)` when entries of both kinds use the server's port.
-    let link = |r: &RouterEntryInfo, v: &ServerView| -> Option<Option<Role>> {
+    // A recipe's launches link and group only among themselves.
+    let scope_of = |k: usize| launches[k].scope;
+    let link = |r: &RouterEntryInfo, s: &Pre, v: &ServerView| -> Option<Option<Role>> {
+        if scope_of(r.launch) != scope_of(s.launch) {
+            return None;
+        }
         let port = v.port()?;
         let host = v.explicit("host").filter(|h| !is_wildcard(h));
         let hit = |e: &RouterEntry| {
@@ -404,8 +409,8 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
         routers.iter().enumerate().map(|(r, _)| (Some(r), Vec::new())).collect();
     let mut linked_role: Vec<Option<Role>> = vec![None; servers.len()];
     let mut unlinked = Vec::new();
-    for (s, (_, v)) in servers.iter().enumerate() {
-        match routers.iter().enumerate().find_map(|(r, info)| link(info, v).map(|role| (r, role))) {
+    for (s, (pre, v)) in servers.iter().enumerate() {
+        match routers.iter().enumerate().find_map(|(r, info)| link(info, pre, v).map(|role| (r, role))) {
             Some((r, role)) => {
                 groups[r].1.push(s);
                 linked_role[s] = role;
@@ -413,19 +418,21 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
             None => unlinked.push(s),
         }
     }
-    // An unlinked server joins the first group that has a server of its model, else starts one.
+    // An unlinked server joins the first group that has a server of its model (and scope), else
+    // starts one.
     let models: Vec<String> = servers.iter().map(|(_, v)| model_of(v)).collect();
-    let mut group_of_model: FastMap<&str, usize> = FastMap::default();
+    let mut group_of_model: FastMap<(Option<launch::Scope>, &str), usize> = FastMap::default();
     for (g, (_, members)) in groups.iter().enumerate() {
         for &o in members {
-            group_of_model.entry(models[o].as_str()).or_insert(g);
+            group_of_model.entry((scope_of(servers[o].0.launch), models[o].as_str())).or_insert(g);
         }
     }
     for s in unlinked {
-        match group_of_model.get(models[s].as_str()) {
+        let key = (scope_of(servers[s].0.launch), models[s].as_str());
+        match group_of_model.get(&key) {
             Some(&g) => groups[g].1.push(s),
             None => {
-                group_of_model.insert(models[s].as_str(), groups.len());
+                group_of_model.insert(key, groups.len());
                 groups.push((None, vec![s]));
             }
         }

@@ -230,6 +230,8 @@ pub fn scan(doc: &Node, file: usize, base: &Surroundings, out: &mut Vec<Launch>)
         .find_map(|r| r.args.and_then(|a| arg_value(a, "served-model-name")))
         .unwrap_or_else(|| model_path.rsplit('/').find(|s| !s.is_empty()).unwrap_or(model_path).to_owned());
 
+    // The recipe is one deployment: its launches are grouped apart from any other material.
+    let scope = Some((file, doc.start()));
     let mut alloc = Allocator::default();
     let mut prefill_gpus = None;
     let mut leaders: Vec<(&'static str, String, u32, Option<u32>)> = Vec::new();
@@ -313,13 +315,14 @@ pub fn scan(doc: &Node, file: usize, base: &Surroundings, out: &mut Vec<Launch>)
                     isolated: false,
                     srun_same_rank: None,
                     machine: Some(node),
+                    scope,
                 });
             }
             leaders.push((role.mode, leader, w.http_port, bootstrap));
         }
     }
     if sglang_router && !leaders.is_empty() {
-        out.push(router(doc, file, &leaders, base));
+        out.push(router(doc, file, &leaders, base, scope));
     }
 }
 
@@ -329,10 +332,11 @@ fn router(
     file: usize,
     leaders: &[(&'static str, String, u32, Option<u32>)],
     base: &Surroundings,
+    scope: Option<super::launch::Scope>,
 ) -> Launch {
     let frontend = doc.get("frontend");
-    let at = entry(Some(doc), "frontend").map_or(0, |(k, _)| k.start);
     let (start, end) = entry(Some(doc), "frontend").map_or((0, 0), |(k, _)| (k.start, k.end));
+    let at = start;
     let gen = |text: String| Word { text, file, start, end, unknown: Vec::new(), map: None, embed: Embed::Generated };
     let mut words = vec![gen("--pd-disaggregation".into())];
     for (mode, host, port, bootstrap) in leaders {
@@ -361,6 +365,7 @@ fn router(
         isolated: false,
         srun_same_rank: None,
         machine: Some("node0".into()),
+        scope,
     }
 }
 
@@ -601,6 +606,27 @@ backend:
         );
         let mrr = l[1].args.iter().skip_while(|w| w.text != "--max-running-requests").nth(1).unwrap();
         assert!(mrr.is_symbolic(), "{mrr:?}");
+    }
+
+    #[test]
+    fn each_recipe_is_a_deployment_of_its_own() {
+        let recipe = |name: &str, page: u32| {
+            format!(
+                "name: {name}\nmodel: {{path: m, container: c, precision: bf16}}\n\
+                 resources: {{gpu_type: h200, gpus_per_node: 8, prefill_nodes: 1, decode_nodes: 1}}\n\
+                 frontend: {{type: sglang}}\nbackend:\n  sglang_config:\n    \
+                 prefill: {{tp-size: 8, page-size: {page}}}\n    decode: {{tp-size: 8, page-size: {page}}}\n"
+            )
+        };
+        // Same model, same node names and ports, different page sizes: not compared.
+        let inputs = [
+            crate::lint::Input::new("1k1k.yaml", recipe("a", 64)),
+            crate::lint::Input::new("8k1k.yaml", recipe("b", 16)),
+        ];
+        let l = crate::lint::lint(&inputs, &crate::lint::Options::default());
+        assert_eq!(l.groups.len(), 2);
+        assert!(l.groups.iter().all(|g| g.servers.len() == 2 && g.router.is_some()));
+        assert!(l.findings.iter().all(|f| f.finding.severity == crate::rules::Severity::Note), "{:#?}", l.findings);
     }
 
     #[test]
