@@ -88,7 +88,8 @@ pub struct Surroundings {
 }
 
 /// Modules that start an SGLang server. Dynamo's SGLang worker (`dynamo.sglang`) takes SGLang's
-/// server arguments plus options of its own, which the linter does not flag as unknown.
+/// server arguments plus options of its own, which the linter takes out (`dynamo.rs`) before
+/// reading the rest as SGLang's.
 const SERVER_MODULES: &[&str] = &["sglang.launch_server", DYNAMO_WORKER];
 /// Dynamo's SGLang worker module.
 pub const DYNAMO_WORKER: &str = "dynamo.sglang";

@@ -9,6 +9,7 @@
 //! deployment a group amounts to. The CLI prints and writes; the web app can run it on pasted text.
 
 pub mod config;
+mod dynamo;
 pub mod fix;
 pub mod launch;
 pub mod manifest;
@@ -364,7 +365,11 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
     for (k, l) in launches.iter().enumerate() {
         match l.program {
             Program::Server => {
-                let (words, problems) = config::expand(&l.args, files, config_files, spec);
+                let (mut words, problems) = config::expand(&l.args, files, config_files, spec);
+                // Dynamo's SGLang worker reads its own options; SGLang parses the rest.
+                if l.entry.ends_with(launch::DYNAMO_WORKER) {
+                    words = dynamo::sglang_words(&words, spec).into();
+                }
                 let tokens: Vec<String> = words.iter().map(|w| w.text.clone()).collect();
                 let origins = origins_of(files, &words);
                 let mut env = BTreeMap::new();
@@ -947,14 +952,6 @@ fn lint_group(
             extra.push(f);
         }
     }
-    // Dynamo's SGLang worker adds options of its own: not unknown to it.
-    findings.retain(|f| {
-        !(f.code == "PD024"
-            && f.message.contains("has no option")
-            && f.locations.iter().all(|l| {
-                group.server(&l.process).is_some_and(|s| launches[s.launch].entry.ends_with(launch::DYNAMO_WORKER))
-            }))
-    });
     // An underscore key is PD043's; do not report it again as an unknown option.
     findings.retain(|f| {
         !(f.code == "PD024"

@@ -286,6 +286,10 @@ fn leader_worker_sets_and_dynamo_graphs_are_read() {
     // is not reported as unknown.
     assert_eq!(l.groups[0].servers.iter().filter(|s| s.view.node == 1).count(), 1);
     assert_eq!(codes(&l), ["PD001"], "{:#?}", l.findings);
+    // An option neither Dynamo nor SGLang knows stops the worker: reported as for any server.
+    let typo = dgd.replace("--migration-limit, \"3\"", "--migration-limit, \"3\", --page-szie, \"16\"");
+    let l = run(&[("lws.yaml", lws), ("dgd.yaml", &typo)]);
+    assert_eq!(codes(&l), ["PD001", "PD024"], "{:#?}", l.findings);
 }
 
 /// SGLang's LeaderWorkerSet guide: one command per template, with `--nnodes $(LWS_GROUP_SIZE)`
