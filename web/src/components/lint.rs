@@ -267,4 +267,22 @@ mod tests {
         let r = run(&files, Assumed { model: Some("deepseek-v3"), ..Assumed::default() });
         assert_eq!(unknown(&r), 0, "{:?}", r.linted.findings);
     }
+
+    #[test]
+    fn a_pasted_srtctl_recipe_is_linted_fixed_and_opens_as_a_deployment() {
+        let recipe = include_str!("../../../tests/fixtures/lint/srtctl-qwen3-2p2d.yaml").replacen(
+            "dp-size: 2\n      page-size: 32",
+            "dp-size: 2\n      page-size: 64",
+            1,
+        );
+        // Pasted text has no file name: the reader is chosen from the text.
+        let r = run(&[("pasted".into(), recipe)], Assumed::default());
+        assert_eq!(r.linted.launches.len(), 4);
+        let codes: Vec<&str> = r.linted.findings.iter().map(|f| f.finding.code).collect();
+        assert_eq!(codes, ["PD001"], "{:?}", r.linted.findings);
+        let fixed = r.fixed.first().map(|f| f.after.clone()).expect("a fixed file");
+        assert!(run(&[("pasted".into(), fixed)], Assumed::default()).linted.findings.is_empty());
+        let d = r.deployments.first().and_then(|d| d.as_ref().ok()).expect("a deployment");
+        assert_eq!(d.deployment.prefill.instances.len(), 2);
+    }
 }
