@@ -135,7 +135,7 @@ pub fn fix_all(inputs: &[super::Input], opts: &super::Options) -> Vec<FixedFile>
 fn edits_for(f: &LintFinding, linted: &Linted) -> Vec<Edit> {
     let (group, files, launches) = (&linted.groups[f.group], &linted.files[..], &linted.launches[..]);
     let server = |i: usize| f.finding.locations.get(i).and_then(|l| group.server(&l.process));
-    let shared_ok = |edits: &[Edit]| edits.iter().all(|e| !shared_word(group, launches, e));
+    let shared_ok = |edits: &[Edit]| edits.iter().all(|e| !shared_word(&linted.groups, files, launches, e));
     let result = match f.finding.code {
         "PD001" => server(0).zip(server(1)).and_then(|(p, d)| page_size(group, p, d, files)),
         "PD002" | "PD003" => server(0).zip(server(1)).and_then(|(p, d)| {
@@ -175,7 +175,7 @@ fn edits_for(f: &LintFinding, linted: &Linted) -> Vec<Edit> {
             }
             Some(v)
         }
-        "PD041" => repeated(f, group, files, launches),
+        "PD041" => repeated(f, linted),
         "PD046" => node_args(f, group, files),
         "PD042" => server(0).and_then(|s| config_equals(s, files)),
         _ => None,
@@ -209,14 +209,23 @@ fn node_args(f: &LintFinding, group: &Group, files: &[SourceFile]) -> Option<Vec
 }
 
 /// True when the edited word also feeds a server written elsewhere (through a shared variable or
-/// config file). Servers that one command starts (the pods of a template, the tasks of an srun)
-/// take the edit together, as they must share their arguments.
-fn shared_word(group: &Group, launches: &[Launch], e: &Edit) -> bool {
-    let mut users = group
-        .servers
+/// config file, or a recipe's base that several variants share), in any deployment. Servers
+/// that one command starts (the pods of a template, the tasks of an srun, a recipe role's
+/// workers) take the edit together, as they must share their arguments.
+/// An insertion belongs to the words of the line it follows.
+fn shared_word(groups: &[Group], files: &[SourceFile], launches: &[Launch], e: &Edit) -> bool {
+    let (start, end) = match e.start == e.end {
+        true => (files[e.file].line_start(e.start.saturating_sub(1)), e.start),
+        false => (e.start, e.end),
+    };
+    let mut users = groups
         .iter()
-        .filter(|s| s.words.iter().any(|w| w.file == e.file && w.start < e.end.max(e.start + 1) && e.start < w.end))
-        .map(|s| (launches[s.launch].file, launches[s.launch].at));
+        .flat_map(|g| &g.servers)
+        .filter(|s| s.words.iter().any(|w| w.file == e.file && w.start < end.max(start + 1) && start < w.end))
+        .map(|s| {
+            let l = &launches[s.launch];
+            (l.file, l.at, l.scope.as_ref())
+        });
     users.next().is_some_and(|first| users.any(|other| other != first))
 }
 
@@ -311,11 +320,20 @@ fn insert_tokens(s: &ServerEntry, tokens: &[String], files: &[SourceFile]) -> Op
     let key = &s.words[k];
     let f = &files[key.file];
     let value_end =
-        s.words[k..].iter().take_while(|w| w.file == key.file && w.embed != Embed::Generated).map(|w| w.end);
-    let at = f.line_end(value_end.max()?);
+        s.words[k..].iter().take_while(|w| w.file == key.file && w.embed != Embed::Generated).map(|w| w.end).max()?;
     let indent = &f.text[f.line_start(key.start)..key.start];
     let name = tokens.first()?.trim_start_matches("--");
     let value = tokens.get(1).map_or("true".to_owned(), |v| yaml_item(v, None));
+    if !indent.bytes().all(|b| b == b' ') {
+        // A flow mapping (`{tp-size: 4, page-size: 64}`): one more entry after the last value.
+        let after = f.text.get(value_end..)?;
+        let rest = after.trim_start_matches([' ', ']']);
+        let at = value_end + after.len() - rest.len();
+        let text = format!(", {name}: {value}");
+        let edit = Edit { file: key.file, start: at, end: at, text, why: String::new() };
+        return rest.starts_with(['}', ',']).then(|| vec![edit]);
+    }
+    let at = f.line_end(value_end);
     let nl = if at == f.text.len() && !f.text.ends_with('\n') { "\n" } else { "" };
     let text = format!("{nl}{indent}{name}: {value}\n");
     Some(vec![Edit { file: key.file, start: at, end: at, text, why: String::new() }])
@@ -448,13 +466,16 @@ fn remove_use(s: &ServerEntry, i: usize, files: &[SourceFile]) -> Option<Vec<Edi
 }
 
 /// PD041: drops every occurrence but the last.
-fn repeated(f: &LintFinding, group: &Group, files: &[SourceFile], launches: &[Launch]) -> Option<Vec<Edit>> {
+fn repeated(f: &LintFinding, linted: &Linted) -> Option<Vec<Edit>> {
+    let (group, files, launches) = (&linted.groups[f.group], &linted.files[..], &linted.launches[..]);
     let label = &f.finding.locations.first()?.process;
     let s = group.server(label)?;
     let flag = f.finding.locations.first()?.flag.as_deref()?;
     let dest = s.view.spec().resolve(flag.split('=').next().unwrap_or(flag)).ok()?.dest.clone();
     let uses: Vec<&crate::spec::ArgUse> = s.view.parsed.uses.iter().filter(|u| u.dest == dest).collect();
-    let removable = |i: usize| remove_use(s, i, files).filter(|e| e.iter().all(|x| !shared_word(group, launches, x)));
+    let removable = |i: usize| {
+        remove_use(s, i, files).filter(|e| e.iter().all(|x| !shared_word(&linted.groups, files, launches, x)))
+    };
     // With equal values any one occurrence may stay: keep one that cannot be removed (a shared
     // variable), else the last. Otherwise only the last counts, so the earlier ones go.
     let equal = uses.windows(2).all(|w| w[0].value == w[1].value);

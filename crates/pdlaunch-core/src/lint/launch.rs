@@ -56,8 +56,16 @@ pub struct Launch {
     pub scope: Option<Scope>,
 }
 
-/// A whole deployment's material: (file, offset of its document).
-pub type Scope = (usize, usize);
+/// A whole deployment's material: one recipe, or one variant of a recipe with overrides.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Scope {
+    /// The file, the offset of the document (or of the override), and the variant's index.
+    pub at: (usize, usize, usize),
+    /// The deployment's name (the recipe's `name`, or the variant's).
+    pub name: Option<String>,
+    /// True for one variant of several in one file: its servers' labels name it.
+    pub variant: bool,
+}
 
 /// A multi-node server that `srun --nodes=N` starts with one argv, so one node rank, everywhere.
 #[derive(Clone, Debug)]

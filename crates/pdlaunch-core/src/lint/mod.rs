@@ -391,7 +391,7 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
     // Link servers to routers by port (and host, when the server names one).
     // Linked: `Some(role)`, or `Some(None)` when entries of both kinds use the server's port.
     // A recipe's launches link and group only among themselves.
-    let scope_of = |k: usize| launches[k].scope;
+    let scope_of = |k: usize| launches[k].scope.as_ref();
     let link = |r: &RouterEntryInfo, s: &Pre, v: &ServerView| -> Option<Option<Role>> {
         if scope_of(r.launch) != scope_of(s.launch) {
             return None;
@@ -426,7 +426,7 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
     // An unlinked server joins the first group that has a server of its model (and scope), else
     // starts one.
     let models: Vec<String> = servers.iter().map(|(_, v)| model_of(v)).collect();
-    let mut group_of_model: FastMap<(Option<launch::Scope>, &str), usize> = FastMap::default();
+    let mut group_of_model: FastMap<(Option<&launch::Scope>, &str), usize> = FastMap::default();
     for (g, (_, members)) in groups.iter().enumerate() {
         for &o in members {
             group_of_model.entry((scope_of(servers[o].0.launch), models[o].as_str())).or_insert(g);
@@ -612,6 +612,9 @@ fn assign_instances(entries: &mut [ServerEntry], files: &[SourceFile], launches:
         let (line, _) = files[l.file].position(l.at);
         let name = &files[l.file].name;
         let base = name.rsplit('/').next().unwrap_or(name);
+        // A variant of a recipe file: `variant, file`.
+        let variant = l.scope.as_ref().filter(|s| s.variant).and_then(|s| s.name.as_deref());
+        let base = variant.map_or_else(|| base.to_owned(), |v| [v, ", ", base].concat());
         let role = match e.view.role.or(e.intended) {
             Some(r) => r.as_str(),
             None => "server",
@@ -622,7 +625,7 @@ fn assign_instances(entries: &mut [ServerEntry], files: &[SourceFile], launches:
         e.view.node = node;
         // `role[inst] node N (file:line)`, joined without the cost of `format!`.
         e.view.label =
-            [role, "[", &inst.to_string(), "]", &node_part, " (", base, ":", &line.to_string(), ")"].concat();
+            [role, "[", &inst.to_string(), "]", &node_part, " (", &base, ":", &line.to_string(), ")"].concat();
     }
 }
 
@@ -634,7 +637,10 @@ fn group_name(
 ) -> String {
     let first = entries.first().map(|e| e.launch).or(router.map(|r| r.launch));
     let Some(l) = first.map(|k| &launches[k]) else { return "lint".into() };
-    let stem = stem_hint(&files[l.file].name);
+    let stem = match l.scope.as_ref().and_then(|s| s.name.as_deref()) {
+        Some(name) => name.to_ascii_lowercase(),
+        None => stem_hint(&files[l.file].name),
+    };
     let clean: String =
         stem.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '-' }).collect();
     if clean.is_empty() {

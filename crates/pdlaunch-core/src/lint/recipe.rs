@@ -5,8 +5,12 @@
 //! `gpus_per_{prefill,decode}`, the SGLang arguments under `backend.sglang_config.{prefill,decode}`
 //! and the environment under `backend.{prefill,decode}_environment`; the newer one (`schema: 2`)
 //! has `roles.{prefill,decode}.{nodes,workers,gpus,env,args}`, with `nodes: colocate` for a
-//! decode on the prefill's spare GPUs. A file with `base:` (a base and its overrides) is read
-//! as its base.
+//! decode on the prefill's spare GPUs. A file with `base:` is read as srtctl expands it: one
+//! variant per `override_NAME` (merged into the base: mappings key by key, other values
+//! replaced, `null` removing a key) and per item of a `zip_override_NAME`'s lists (one-item lists
+//! go to every variant), or the base alone when it has none. Each recipe or variant is one
+//! deployment ([`Scope`]), never grouped with other material; a fix never edits text that
+//! another variant reads.
 //!
 //! What srtctl does, and this reader repeats:
 //! - each worker takes `gpus` GPUs (else `nodes x gpus_per_node / workers`, else a whole node);
@@ -31,7 +35,7 @@
 //! alone. Values with a sweep's `{placeholder}` stay unknown.
 
 use super::config::{py_scalar, Py};
-use super::launch::{gpu_in_text, release_in_image, Launch, Program, Surroundings, DYNAMO_WORKER};
+use super::launch::{gpu_in_text, release_in_image, Launch, Program, Scope, Surroundings, DYNAMO_WORKER};
 use super::source::{Embed, Word};
 use super::yaml::{Map, Node, Scalar};
 
@@ -195,9 +199,101 @@ impl Allocator {
     }
 }
 
-/// Reads a recipe into the launches srtctl makes of it.
+/// Reads a recipe into the launches srtctl makes of it: each variant of a file with a `base:` and
+/// overrides, else the recipe itself.
 pub fn scan(doc: &Node, file: usize, base: &Surroundings, out: &mut Vec<Launch>) {
-    let doc = doc.get("base").unwrap_or(doc);
+    let name_of = |d: &Node| d.get("name").and_then(Node::str).map(str::to_owned);
+    let (Some(recipe), Node::Map(m)) = (doc.get("base"), doc) else {
+        let scope = Scope { at: (file, doc.start(), 0), name: name_of(doc), variant: false };
+        return scan_one(doc, file, base, scope, out);
+    };
+    let base_name = name_of(recipe).unwrap_or_else(|| "unnamed".into());
+    let mut variants = 0;
+    for (key, value) in &m.entries {
+        if let Some(suffix) = key.text.strip_prefix("override_") {
+            let variant = merge(recipe, value);
+            let name = format!("{base_name}_{suffix}");
+            scan_one(&variant, file, base, Scope { at: (file, key.start, 0), name: Some(name), variant: true }, out);
+            variants += 1;
+        } else if let Some(group) = key.text.strip_prefix("zip_override_") {
+            // Lists of unequal lengths (other than 1): srtctl refuses the file.
+            let Some(n) = zip_len(value) else { continue };
+            let names = value.get("name").filter(|n| matches!(n, Node::Seq(_)));
+            for i in 0..n.min(MAX_WORKERS as usize) {
+                let variant = merge(recipe, &zip_slice(value, i));
+                let name = match names {
+                    Some(_) => name_of(&variant).unwrap_or_default(),
+                    None => format!("{base_name}_{group}_{i}"),
+                };
+                scan_one(
+                    &variant,
+                    file,
+                    base,
+                    Scope { at: (file, key.start, i), name: Some(name), variant: true },
+                    out,
+                );
+                variants += 1;
+            }
+        }
+    }
+    if variants == 0 {
+        let scope = Scope { at: (file, recipe.start(), 0), name: Some(base_name), variant: false };
+        scan_one(recipe, file, base, scope, out);
+    }
+}
+
+/// A copy of `base` with `over` merged in as srtctl merges overrides: mappings key by key,
+/// anything else replaced, a `null` removing the key.
+fn merge<'a>(base: &Node<'a>, over: &Node<'a>) -> Node<'a> {
+    let (Node::Map(b), Node::Map(o)) = (base, over) else { return over.clone() };
+    let mut entries = b.entries.clone();
+    for (k, v) in &o.entries {
+        let at = entries.iter().position(|(e, _)| e.text == k.text);
+        match (v, at) {
+            (Node::Null(_), Some(i)) => {
+                entries.remove(i);
+            }
+            (Node::Null(_), None) => {}
+            (_, Some(i)) => entries[i] = (k.clone(), merge(&entries[i].1, v)),
+            (_, None) => entries.push((k.clone(), v.clone())),
+        }
+    }
+    Node::Map(Map { entries, start: b.start })
+}
+
+/// The number of variants of a zip override: the length of its lists (those of one item are
+/// given to every variant); `None` when two lists disagree.
+fn zip_len(n: &Node) -> Option<usize> {
+    fn lengths(n: &Node, out: &mut Vec<usize>) {
+        match n {
+            Node::Seq(s) if s.items.len() != 1 => out.push(s.items.len()),
+            Node::Map(m) => m.entries.iter().for_each(|(_, v)| lengths(v, out)),
+            _ => {}
+        }
+    }
+    let mut all = Vec::new();
+    lengths(n, &mut all);
+    match all.split_first() {
+        None => Some(1),
+        Some((first, rest)) => rest.iter().all(|l| l == first).then_some(*first),
+    }
+}
+
+/// Variant `i` of a zip override: every list replaced by its `i`-th item (a one-item list by
+/// that item).
+fn zip_slice<'a>(n: &Node<'a>, i: usize) -> Node<'a> {
+    match n {
+        Node::Seq(s) => s.items.get(if s.items.len() == 1 { 0 } else { i }).cloned().unwrap_or(Node::Null(s.start)),
+        Node::Map(m) => Node::Map(Map {
+            entries: m.entries.iter().map(|(k, v)| (k.clone(), zip_slice(v, i))).collect(),
+            start: m.start,
+        }),
+        other => other.clone(),
+    }
+}
+
+/// Reads one recipe (or one variant) into its launches.
+fn scan_one(doc: &Node, file: usize, base: &Surroundings, scope: Scope, out: &mut Vec<Launch>) {
     let model = doc.get("model");
     let resources = doc.get("resources");
     let per_node = number(resources.and_then(|r| r.get("gpus_per_node"))).filter(|n| *n > 0).unwrap_or(4);
@@ -221,7 +317,7 @@ pub fn scan(doc: &Node, file: usize, base: &Surroundings, out: &mut Vec<Launch>)
     let sweep = doc.get("sweep").is_some();
     let model_path = model.and_then(|m| m.get("path")).and_then(Node::str).unwrap_or("");
     let model_path = model_path.strip_prefix("hf:").unwrap_or(model_path);
-    let name = doc.get("name").and_then(Node::str);
+    let name = scope.name.clone();
     let top_env: Vec<(String, String)> = env_pairs(doc.get("environment"));
     let [prefill, decode] = roles(doc);
     let served = [&prefill, &decode]
@@ -231,7 +327,7 @@ pub fn scan(doc: &Node, file: usize, base: &Surroundings, out: &mut Vec<Launch>)
         .unwrap_or_else(|| model_path.rsplit('/').find(|s| !s.is_empty()).unwrap_or(model_path).to_owned());
 
     // The recipe is one deployment: its launches are grouped apart from any other material.
-    let scope = Some((file, doc.start()));
+    let scope = Some(scope);
     let mut alloc = Allocator::default();
     let mut prefill_gpus = None;
     let mut leaders: Vec<(&'static str, String, u32, Option<u32>)> = Vec::new();
@@ -299,7 +395,7 @@ pub fn scan(doc: &Node, file: usize, base: &Surroundings, out: &mut Vec<Launch>)
                     env.push(("CUDA_VISIBLE_DEVICES".into(), list.join(",")));
                 }
                 let mut hints = base.hints.clone();
-                hints.extend(name.map(str::to_ascii_lowercase));
+                hints.extend(name.as_deref().map(str::to_ascii_lowercase));
                 hints.push(role.mode.to_owned());
                 out.push(Launch {
                     program: Program::Server,
@@ -315,7 +411,7 @@ pub fn scan(doc: &Node, file: usize, base: &Surroundings, out: &mut Vec<Launch>)
                     isolated: false,
                     srun_same_rank: None,
                     machine: Some(node),
-                    scope,
+                    scope: scope.clone(),
                 });
             }
             leaders.push((role.mode, leader, w.http_port, bootstrap));
@@ -332,7 +428,7 @@ fn router(
     file: usize,
     leaders: &[(&'static str, String, u32, Option<u32>)],
     base: &Surroundings,
-    scope: Option<super::launch::Scope>,
+    scope: Option<Scope>,
 ) -> Launch {
     let frontend = doc.get("frontend");
     let (start, end) = entry(Some(doc), "frontend").map_or((0, 0), |(k, _)| (k.start, k.end));
@@ -590,15 +686,64 @@ backend:
     }
 
     #[test]
-    fn sweeps_stay_unknown_and_bundles_are_read_as_their_base() {
-        let l = read(
-            "base:\n  name: b\n  model: {path: m, container: c, precision: fp8}\n  \
+    fn overrides_are_variants_each_a_deployment() {
+        let text = "base:\n  name: b\n  model: {path: m, container: c, precision: fp8}\n  \
              resources: {gpu_type: gb200, prefill_nodes: 1, decode_nodes: 1}\n  \
-             backend:\n    sglang_config:\n      prefill: {tp-size: 4}\n      decode: {tp-size: 4}\n\
-             override_big:\n  resources: {decode_nodes: 4}\n",
-        );
-        assert_eq!(l.len(), 2);
-        assert_eq!(l[0].gpu, Some(crate::deployment::Gpu::Gb200));
+             backend:\n    sglang_config:\n      prefill: {tp-size: 4, page-size: 64}\n      \
+             decode: {tp-size: 4, page-size: 64, context-length: 8192}\n\
+             override_big:\n  resources: {decode_nodes: 2}\n  backend: {sglang_config: {decode: {tp-size: 8}}}\n\
+             zip_override_ctx:\n  backend:\n    sglang_config:\n      \
+             decode: {page-size: [64, 32], context-length: [null, 4096]}\n";
+        let l = crate::lint::lint(&[crate::lint::Input::new("r.yaml", text)], &crate::lint::Options::default());
+        let names: Vec<&str> = l.groups.iter().map(|g| g.name.as_str()).collect();
+        assert_eq!(names, ["b_big", "b_ctx_0", "b_ctx_1"]);
+        let decode_nodes: Vec<usize> =
+            l.groups.iter().map(|g| g.servers.iter().filter(|s| s.view.label.starts_with("decode")).count()).collect();
+        assert_eq!(decode_nodes, [2, 1, 1]);
+        assert_eq!(l.launches[0].gpu, Some(crate::deployment::Gpu::Gb200));
+        // A `null` in a zip removes the key from that variant.
+        let context = |g: usize| l.groups[g].servers.iter().find_map(|s| s.view.explicit("context_length"));
+        assert_eq!((context(1), context(2).as_deref()), (None, Some("4096")));
+        // Only the variant whose override drifts is reported, at the override's line.
+        let errors: Vec<(usize, &str, u32)> = l
+            .findings
+            .iter()
+            .filter(|f| f.finding.severity == crate::rules::Severity::Error)
+            .map(|f| (f.group, f.finding.code, f.places[1].line))
+            .collect();
+        assert_eq!(errors, [(2, "PD001", 15)]);
+        // The fix edits the override, never the base the other variants share.
+        let edits = crate::lint::fix::edits(&l);
+        assert_eq!(edits.len(), 1, "{edits:?}");
+        assert_eq!((&text[edits[0].start..edits[0].end], edits[0].text.as_str()), ("32", "64"));
+        assert_eq!(text[..edits[0].start].lines().count(), 15);
+    }
+
+    #[test]
+    fn a_missing_key_is_added_to_the_role_in_its_own_style() {
+        let text = |decode: &str| {
+            format!(
+                "name: f\nmodel: {{path: m, container: c, precision: fp8}}\n\
+                 resources: {{gpu_type: h200, gpus_per_node: 8, prefill_nodes: 1, decode_nodes: 1}}\n\
+                 backend:\n  sglang_config:\n    prefill:\n      tp-size: 8\n      kv-cache-dtype: fp8_e4m3\n\
+                 \n    decode: {decode}\n"
+            )
+        };
+        for (decode, want) in [
+            ("{tp-size: 8, cuda-graph-bs: [1, 2]}", "{tp-size: 8, cuda-graph-bs: [1, 2], kv-cache-dtype: fp8_e4m3}"),
+            ("\n      tp-size: 8\n      cuda-graph-bs:\n        - 1", "      kv-cache-dtype: fp8_e4m3\n"),
+        ] {
+            let inputs = [crate::lint::Input::new("r.yaml", text(decode))];
+            let fixed = crate::lint::fix::fix_all(&inputs, &crate::lint::Options::default());
+            let after = &fixed.first().expect("a fix").after;
+            assert!(after.trim_end().ends_with(want.trim_end()), "{after}");
+            let l = crate::lint::lint(&[crate::lint::Input::new("r.yaml", after.clone())], &Default::default());
+            assert!(l.findings.iter().all(|f| f.finding.code != "PD002"), "{:#?}", l.findings);
+        }
+    }
+
+    #[test]
+    fn sweeps_stay_unknown() {
         let l = read(
             "name: s\nmodel: {path: m, container: c, precision: fp8}\nresources: {gpu_type: h200, prefill_nodes: 1, decode_nodes: 1}\n\
              sweep: {mrr: [64, 128]}\nbackend:\n  sglang_config:\n    prefill: {tp-size: 8}\n    \
