@@ -254,15 +254,7 @@ mod tests {
     use crate::release::Release;
 
     fn word(text: &str) -> Word {
-        Word {
-            text: text.into(),
-            file: 0,
-            start: 0,
-            end: 0,
-            unknown: vec![],
-            map: None,
-            embed: Embed::Shell { nested: false },
-        }
+        Word::plain(text)
     }
 
     #[test]

@@ -195,21 +195,10 @@ pub fn sglang_words(words: &[Word], spec: &Spec) -> Vec<Word> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lint::source::Embed;
     use crate::release::Release;
 
     fn words(s: &str) -> Vec<Word> {
-        s.split(' ')
-            .map(|t| Word {
-                text: t.into(),
-                file: 0,
-                start: 0,
-                end: 0,
-                unknown: vec![],
-                map: None,
-                embed: Embed::Shell { nested: false },
-            })
-            .collect()
+        s.split(' ').map(Word::plain).collect()
     }
 
     #[test]

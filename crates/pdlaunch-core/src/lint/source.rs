@@ -177,6 +177,20 @@ impl Word {
     pub fn is_symbolic(&self) -> bool {
         !self.unknown.is_empty()
     }
+
+    /// A shell word with this text and no place, for tests.
+    #[cfg(test)]
+    pub fn plain(text: &str) -> Word {
+        Word {
+            text: text.into(),
+            file: 0,
+            start: 0,
+            end: 0,
+            unknown: vec![],
+            map: None,
+            embed: Embed::Shell { nested: false },
+        }
+    }
 }
 
 /// True for text that needs no quoting in a shell, in YAML or inside double quotes, so a fix can
