@@ -93,6 +93,36 @@ impl Release {
     }
 }
 
+impl Release {
+    /// The release to read commands written for SGLang `version` with: the known release of that
+    /// version (`0.5.6` and `0.5.6.post1` name `0.5.6.post2`), with `true`; else the newest known
+    /// release before it (`0.5.8.post1` gives `0.5.6.post2`), with `false`. `None` when the text is
+    /// no version, or one older than every known release.
+    pub fn for_version(version: &str) -> Option<(Release, bool)> {
+        let version = version.trim().trim_start_matches('v');
+        let base = version.match_indices('.').nth(2).map_or(version, |(i, _)| &version[..i]);
+        if let Some(r) = Release::named(version).or_else(|| Release::named(base)) {
+            return Some((r, true));
+        }
+        let key = version_key(version)?;
+        Release::ALL.into_iter().rev().find(|r| version_key(r.as_str()).is_some_and(|k| k <= key)).map(|r| (r, false))
+    }
+}
+
+/// `0.5.8.post1` as `[0, 5, 8, 1]`, for ordering versions.
+fn version_key(version: &str) -> Option<[u32; 4]> {
+    let mut parts = version.split('.');
+    let mut key = [0; 4];
+    for slot in &mut key[..3] {
+        *slot = parts.next()?.parse().ok()?;
+    }
+    key[3] = match parts.next() {
+        None => 0,
+        Some(p) => p.strip_prefix("post")?.parse().ok()?,
+    };
+    parts.next().is_none().then_some(key)
+}
+
 /// `0.5.6` of `0.5.6.post2`: the text before the first `.post` (bytes compared directly; image
 /// tags are read for every container).
 fn without_post(name: &str) -> &str {

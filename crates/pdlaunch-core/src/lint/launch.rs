@@ -44,6 +44,9 @@ pub struct Launch {
     pub gpu: Option<Gpu>,
     /// An SGLang release named by the surrounding material (a container image tag).
     pub release: Option<crate::release::Release>,
+    /// The version the material names when no known release is that version (`release` is then
+    /// the newest known one before it).
+    pub version: Option<String>,
     /// True when the process runs in its own machine namespace (a Kubernetes pod).
     pub isolated: bool,
     /// Set when `srun` starts this multi-node server on several nodes with the same node rank.
@@ -88,6 +91,8 @@ pub struct Surroundings {
     pub gpu: Option<Gpu>,
     /// Release hint.
     pub release: Option<crate::release::Release>,
+    /// The version named, when it is not a known release's.
+    pub version: Option<String>,
     /// Processes run in their own pod.
     pub isolated: bool,
     /// In a LeaderWorkerSet object: the address LWS gives the leader pod of its first group
@@ -413,6 +418,7 @@ fn new_launch(
         hints: around.hints.clone(),
         gpu: around.gpu,
         release: around.release,
+        version: around.version.clone(),
         isolated: around.isolated,
         srun_same_rank: None,
         machine: None,
@@ -629,20 +635,22 @@ pub fn gpu_in_text(text: &str) -> Option<Gpu> {
     t.split(|c: char| !c.is_ascii_alphanumeric()).find_map(Gpu::parse)
 }
 
-/// The SGLang release named by a container image (`lmsysorg/sglang:v0.5.6.post2-cu126`).
-pub fn release_in_image(image: &str) -> Option<crate::release::Release> {
+/// The SGLang version a container image names (`lmsysorg/sglang:v0.5.6.post2-cu126`).
+pub fn version_in_image(image: &str) -> Option<&str> {
     let (repo, tag) = image.rsplit_once(':')?;
     if !repo.contains("sglang") {
         return None;
     }
     let tag = tag.trim_start_matches('v');
     let end = tag.find(|c: char| !(c == '.' || c.is_ascii_alphanumeric())).unwrap_or(tag.len());
-    let version = tag[..end].split('-').next().unwrap_or("");
-    crate::release::Release::named(version).or_else(|| {
-        // `0.5.6` names `0.5.6.post2`; drop a trailing `.postN` mismatch.
-        let base = version.match_indices('.').nth(2).map_or(version, |(i, _)| &version[..i]);
-        crate::release::Release::named(base)
-    })
+    tag[..end].split('-').next()
+}
+
+/// The release to read the commands of an SGLang `version` with, and the version itself when
+/// no known release is that version ([`crate::release::Release::for_version`]).
+pub fn release_for(version: &str) -> Option<(crate::release::Release, Option<String>)> {
+    let (release, exact) = crate::release::Release::for_version(version)?;
+    Some((release, (!exact).then(|| version.trim_start_matches('v').to_owned())))
 }
 
 #[cfg(test)]
@@ -707,7 +715,15 @@ mod tests {
         assert_eq!(gpu_in_text("nvidia-gb200"), Some(Gpu::Gb200));
         assert_eq!(gpu_in_text("B200"), Some(Gpu::B200));
         assert_eq!(gpu_in_text("nothing"), None);
-        assert_eq!(release_in_image("lmsysorg/sglang:v0.5.6.post2-cu126"), Some(crate::release::Release::V0_5_6));
-        assert_eq!(release_in_image("lmsysorg/sglang:latest"), None);
+        use crate::release::Release;
+        let release = |image: &str| version_in_image(image).and_then(release_for);
+        assert_eq!(release("lmsysorg/sglang:v0.5.6.post2-cu126"), Some((Release::V0_5_6, None)));
+        assert_eq!(release("lmsysorg/sglang:v0.5.6-cu126"), Some((Release::V0_5_6, None)));
+        // A release between known ones is read with the newest known one before it.
+        assert_eq!(release("lmsysorg/sglang:v0.5.8.post1-cu130"), Some((Release::V0_5_6, Some("0.5.8.post1".into()))));
+        assert_eq!(release("lmsysorg/sglang:v0.6.0"), Some((Release::V0_5_23, Some("0.6.0".into()))));
+        for none in ["lmsysorg/sglang:latest", "lmsysorg/sglang:v0.4.9", "lmsysorg/sglang:dev-x", "vllm/vllm:v0.5.8"] {
+            assert_eq!(release(none), None, "{none}");
+        }
     }
 }

@@ -3,7 +3,9 @@
 //! services' `mainContainer`s), and docker-compose services' `entrypoint`/`command`. A container
 //! is any mapping with `command` or `args`; its role hints come from the names around it.
 
-use super::launch::{gpu_in_text, release_in_image, scan_scripts, scan_shell, take_launch, Launch, Surroundings};
+use super::launch::{
+    gpu_in_text, release_for, scan_scripts, scan_shell, take_launch, version_in_image, Launch, Surroundings,
+};
 use super::shell::{Lexer, Vars};
 use super::source::{Embed, SrcMap, Word};
 use super::yaml::{Map, Node, Scalar};
@@ -273,9 +275,10 @@ fn gpu_under(n: &Node, depth: usize) -> Option<crate::deployment::Gpu> {
 /// Scans one container's command with its image's release and its environment added to
 /// `around`, which it leaves as it found it.
 fn container(keys: &Keys, file: usize, dialect: Dialect, around: &mut Surroundings, out: &mut Vec<Launch>) {
-    let (release, env_len) = (around.release, around.env.len());
-    if let Some(r) = keys.image.and_then(Node::str).and_then(release_in_image) {
+    let (release, version, env_len) = (around.release, around.version.clone(), around.env.len());
+    if let Some((r, v)) = keys.image.and_then(Node::str).and_then(version_in_image).and_then(release_for) {
         around.release = Some(r);
+        around.version = v;
     }
     match keys.env.or(keys.environment) {
         Some(Node::Seq(s)) => {
@@ -312,6 +315,7 @@ fn container(keys: &Keys, file: usize, dialect: Dialect, around: &mut Surroundin
     }
     around.env.truncate(env_len);
     around.release = release;
+    around.version = version;
 }
 
 /// The words of a container's command: `command` then `args` (Kubernetes), `entrypoint` then

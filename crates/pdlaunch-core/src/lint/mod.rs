@@ -162,6 +162,9 @@ pub struct Group {
     pub name: String,
     /// The SGLang release its commands were read with.
     pub release: Release,
+    /// The version the material names when no known release is that version (`release` is the
+    /// newest known one before it).
+    pub version: Option<String>,
     /// The router release.
     pub router_release: RouterRelease,
     /// What is known about the model.
@@ -357,7 +360,9 @@ struct Pre {
 
 fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch], opts: &Options) -> Vec<Group> {
     // The release: asked for, else named by an image, else the newest.
-    let release = opts.release.or_else(|| launches.iter().find_map(|l| l.release)).unwrap_or(Release::LATEST);
+    let named = launches.iter().find(|l| l.release.is_some()).filter(|_| opts.release.is_none());
+    let release = opts.release.or(named.and_then(|l| l.release)).unwrap_or(Release::LATEST);
+    let version = named.and_then(|l| l.version.clone());
     let router_release = opts.router_release.unwrap_or(RouterRelease::LATEST);
     let spec = release.spec();
     let mut servers: Vec<(Pre, ServerView)> = Vec::new();
@@ -502,7 +507,8 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
             }
         }
         let name = group_name(&entries, router.as_ref(), launches, files);
-        out.push(Group { name, release, router_release, model, preset: found, servers: entries, router });
+        let version = version.clone();
+        out.push(Group { name, release, version, router_release, model, preset: found, servers: entries, router });
     }
     out
 }
@@ -967,6 +973,16 @@ fn lint_group(
     // No prefill-decode evidence at all: a plain server is not PD drift.
     let pd_evidence = group.servers.iter().any(|s| s.view.role.is_some() || s.intended.is_some())
         || group.router.as_ref().is_some_and(|r| !r.view.prefills.is_empty() || !r.view.decodes.is_empty());
+    if let Some(v) = &group.version {
+        let message = format!(
+            "the material names SGLang {v}, a release pdlaunch has no argparse spec of: arguments are read with \
+             {}, the newest known release before it, so an option added since may be reported as unknown",
+            group.release
+        );
+        let fix = "name the release to check against: `--sglang-version` on the command line (\"SGLang release\" \
+                   in the app), one of the known releases (`pdlaunch lint --help`)";
+        extra.push(Finding::new(&rules::PD024, message, fix).severity(Severity::Note));
+    }
     let pair_rule = &rules::PD045;
     if !pd_evidence {
         findings.retain(|f| f.code != "PD037");

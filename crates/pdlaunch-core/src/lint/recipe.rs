@@ -35,7 +35,7 @@
 //! alone. Values with a sweep's `{placeholder}` stay unknown.
 
 use super::config::{py_scalar, Py};
-use super::launch::{gpu_in_text, release_in_image, Launch, Program, Scope, Surroundings, DYNAMO_WORKER};
+use super::launch::{gpu_in_text, release_for, version_in_image, Launch, Program, Scope, Surroundings, DYNAMO_WORKER};
 use super::source::{Embed, Word};
 use super::yaml::{Map, Node, Scalar};
 
@@ -307,8 +307,8 @@ fn scan_one(doc: &Node, file: usize, base: &Surroundings, scope: Scope, out: &mu
         .and_then(|i| i.get("frameworks"))
         .and_then(|f| f.get("sglang"))
         .and_then(Node::str)
-        .and_then(|v| release_in_image(&format!("sglang:{v}")))
-        .or_else(|| model.and_then(|m| m.get("container")).and_then(Node::str).and_then(release_in_image));
+        .or_else(|| model.and_then(|m| m.get("container")).and_then(Node::str).and_then(version_in_image))
+        .and_then(release_for);
     let frontend = doc.get("frontend");
     let frontend_type = frontend.and_then(|f| f.get("type")).and_then(Node::str);
     let sglang_router = matches!(frontend_type, Some("sglang" | "sglang-router"))
@@ -407,7 +407,8 @@ fn scan_one(doc: &Node, file: usize, base: &Surroundings, scope: Scope, out: &mu
                     env,
                     hints,
                     gpu: gpu_type.and_then(gpu_in_text).or(base.gpu),
-                    release: release.or(base.release),
+                    release: release.as_ref().map(|r| r.0).or(base.release),
+                    version: release.as_ref().map_or_else(|| base.version.clone(), |r| r.1.clone()),
                     isolated: false,
                     srun_same_rank: None,
                     machine: Some(node),
@@ -458,6 +459,7 @@ fn router(
         hints,
         gpu: None,
         release: None,
+        version: None,
         isolated: false,
         srun_same_rank: None,
         machine: Some("node0".into()),

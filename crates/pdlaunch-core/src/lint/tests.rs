@@ -701,3 +701,25 @@ fn an_srun_node_is_the_machine_of_its_step() {
         assert_eq!(gpu(&l), 0, "{other}: {:#?}", l.findings);
     }
 }
+
+#[test]
+fn a_release_between_known_ones_is_read_with_the_one_before_and_said() {
+    let script = |image: &str| {
+        format!(
+            "services:\n  prefill:\n    image: {image}\n    command: python3 -m sglang.launch_server --model-path m \
+             --disaggregation-mode prefill --port 30000 --cuda-graph-max-bs 8\n  decode:\n    image: {image}\n    \
+             command: python3 -m sglang.launch_server --model-path m --disaggregation-mode decode --port 30001 \
+             --cuda-graph-max-bs 8\n"
+        )
+    };
+    // `--cuda-graph-max-bs` is ambiguous in 0.5.23 only: an image of 0.5.8 is read with 0.5.6.
+    let l = run(&[("compose.yaml", &script("lmsysorg/sglang:v0.5.8.post1-cu130"))]);
+    assert_eq!(l.groups[0].release, Release::V0_5_6);
+    assert_eq!(codes(&l), Vec::<&str>::new(), "{:#?}", l.findings);
+    let note = l.findings.iter().find(|f| f.finding.code == "PD024").expect("a note");
+    assert_eq!(note.finding.severity, Severity::Note);
+    assert!(note.finding.message.contains("SGLang 0.5.8.post1") && note.finding.message.contains("0.5.6.post2"));
+    // A known release says nothing.
+    let l = run(&[("compose.yaml", &script("lmsysorg/sglang:v0.5.19"))]);
+    assert!(l.findings.iter().all(|f| f.finding.code != "PD024"), "{:#?}", l.findings);
+}

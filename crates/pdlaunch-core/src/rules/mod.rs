@@ -63,6 +63,7 @@ mod pd048_node_ranks;
 
 // Rules whose findings the linter raises itself, named directly (looking them up by code for
 // every group cost more than the lookup is worth).
+pub(crate) use pd024_invalid_argument::RULE as PD024;
 pub(crate) use pd043_config_file_key::RULE as PD043;
 pub(crate) use pd044_unknown_value::RULE as PD044;
 pub(crate) use pd045_incomplete_deployment::RULE as PD045;
