@@ -28,7 +28,8 @@ pub struct Args {
     /// Write the deployment the commands amount to into this file (never overwritten).
     #[arg(long, value_name = "FILE")]
     pub to_deployment: Option<PathBuf>,
-    /// SGLang release the commands target (default: named by a container image, else the newest).
+    /// SGLang release the commands target (default: named by a container image, or the newest known
+    /// release before the image's version, else the newest).
     #[arg(long, value_name = "VERSION")]
     pub sglang_version: Option<String>,
     /// sglang-router release the router command targets.
