@@ -359,7 +359,8 @@ struct Pre {
 }
 
 fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch], opts: &Options) -> Vec<Group> {
-    // The release: asked for, else named by an image, else the newest.
+    // The release: asked for, else named by an image (the newest known one before a version
+    // pdlaunch has no spec of, which a note names), else the newest.
     let named = launches.iter().find(|l| l.release.is_some()).filter(|_| opts.release.is_none());
     let release = opts.release.or(named.and_then(|l| l.release)).unwrap_or(Release::LATEST);
     let version = named.and_then(|l| l.version.clone());
