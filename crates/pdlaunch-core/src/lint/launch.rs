@@ -635,10 +635,11 @@ pub fn gpu_in_text(text: &str) -> Option<Gpu> {
     t.split(|c: char| !c.is_ascii_alphanumeric()).find_map(Gpu::parse)
 }
 
-/// The SGLang version a container image names (`lmsysorg/sglang:v0.5.6.post2-cu126`).
+/// The SGLang version a container image of SGLang names (`lmsysorg/sglang:v0.5.6.post2-cu126`).
+/// Other images that hold SGLang (Dynamo's `sglang-runtime:0.6.0`) carry their own versions.
 pub fn version_in_image(image: &str) -> Option<&str> {
     let (repo, tag) = image.rsplit_once(':')?;
-    if !repo.contains("sglang") {
+    if !repo.rsplit('/').next().is_some_and(|name| name.eq_ignore_ascii_case("sglang")) {
         return None;
     }
     let tag = tag.trim_start_matches('v');
@@ -722,7 +723,13 @@ mod tests {
         // A release between known ones is read with the newest known one before it.
         assert_eq!(release("lmsysorg/sglang:v0.5.8.post1-cu130"), Some((Release::V0_5_6, Some("0.5.8.post1".into()))));
         assert_eq!(release("lmsysorg/sglang:v0.6.0"), Some((Release::V0_5_23, Some("0.6.0".into()))));
-        for none in ["lmsysorg/sglang:latest", "lmsysorg/sglang:v0.4.9", "lmsysorg/sglang:dev-x", "vllm/vllm:v0.5.8"] {
+        for none in [
+            "lmsysorg/sglang:latest",
+            "lmsysorg/sglang:v0.4.9",
+            "lmsysorg/sglang:dev-x",
+            "vllm/vllm:v0.5.8",
+            "nvcr.io/nvidia/ai-dynamo/sglang-runtime:0.6.0",
+        ] {
             assert_eq!(release(none), None, "{none}");
         }
     }

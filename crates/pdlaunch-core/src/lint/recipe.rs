@@ -1,11 +1,13 @@
 //! srtctl recipes (NVIDIA's srt-slurm): one YAML file that describes a prefill-decode deployment
 //! on SLURM, read as the processes srtctl starts from it.
 //!
-//! Two layouts are read. The older one has `resources.{prefill,decode}_{nodes,workers}` and
-//! `gpus_per_{prefill,decode}`, the SGLang arguments under `backend.sglang_config.{prefill,decode}`
-//! and the environment under `backend.{prefill,decode}_environment`; the newer one (`schema: 2`)
-//! has `roles.{prefill,decode}.{nodes,workers,gpus,env,args}`, with `nodes: colocate` for a
-//! decode on the prefill's spare GPUs. A file with `base:` is read as srtctl expands it: one
+//! Two layouts are read. The older one has `resources.{prefill,decode,agg}_{nodes,workers}` and
+//! `gpus_per_{prefill,decode,agg}`, the SGLang arguments under
+//! `backend.sglang_config.{prefill,decode,aggregated}` and the environment under
+//! `backend.{prefill,decode,aggregated}_environment`; the newer one (`schema: 2`) has
+//! `roles.{prefill,decode,agg}.{nodes,workers,gpus,env,args}`, with `nodes: colocate` for a
+//! decode on the prefill's spare GPUs. Aggregated workers are plain servers (their arguments are
+//! still checked). A file with `base:` is read as srtctl expands it: one
 //! variant per `override_NAME` (merged into the base: mappings key by key, other values
 //! replaced, `null` removing a key) and per item of a `zip_override_NAME`'s lists (one-item lists
 //! go to every variant), or the base alone when it has none. Each recipe or variant is one
@@ -100,9 +102,14 @@ fn as_map<'n, 'a>(n: &'n Node<'a>) -> Option<&'n Map<'a>> {
     }
 }
 
-/// The prefill and decode roles, in either layout.
-fn roles<'n, 'a>(doc: &'n Node<'a>) -> [Option<RoleSpec<'n, 'a>>; 2] {
-    ["prefill", "decode"].map(|mode| {
+/// The prefill, decode and aggregated roles, in either layout: (mode, `sglang_config` key,
+/// `resources` prefix).
+const ROLES: [(&str, &str, &str); 3] =
+    [("prefill", "prefill", "prefill"), ("decode", "decode", "decode"), ("agg", "aggregated", "agg")];
+
+/// The roles of a recipe, in either layout.
+fn roles<'n, 'a>(doc: &'n Node<'a>) -> [Option<RoleSpec<'n, 'a>>; 3] {
+    ROLES.map(|(mode, config_key, prefix)| {
         if let Some((key, role)) = entry(doc.get("roles"), mode) {
             as_map(role)?;
             return Some(RoleSpec {
@@ -116,7 +123,7 @@ fn roles<'n, 'a>(doc: &'n Node<'a>) -> [Option<RoleSpec<'n, 'a>>; 2] {
             });
         }
         let backend = doc.get("backend");
-        let (key, args) = entry(backend.and_then(|b| b.get("sglang_config")), mode)?;
+        let (key, args) = entry(backend.and_then(|b| b.get("sglang_config")), config_key)?;
         // Arguments are a mapping; an empty role is one without any.
         if !matches!(args, Node::Map(_) | Node::Null(_)) {
             return None;
@@ -126,10 +133,10 @@ fn roles<'n, 'a>(doc: &'n Node<'a>) -> [Option<RoleSpec<'n, 'a>>; 2] {
             mode,
             key,
             args: as_map(args),
-            env: backend.and_then(|b| b.get(&format!("{mode}_environment"))),
-            nodes: resources.and_then(|r| r.get(&format!("{mode}_nodes"))),
-            workers: resources.and_then(|r| r.get(&format!("{mode}_workers"))),
-            gpus: resources.and_then(|r| r.get(&format!("gpus_per_{mode}"))),
+            env: backend.and_then(|b| b.get(&format!("{config_key}_environment"))),
+            nodes: resources.and_then(|r| r.get(&format!("{prefix}_nodes"))),
+            workers: resources.and_then(|r| r.get(&format!("{prefix}_workers"))),
+            gpus: resources.and_then(|r| r.get(&format!("gpus_per_{prefix}"))),
         })
     })
 }
@@ -319,9 +326,9 @@ fn scan_one(doc: &Node, file: usize, base: &Surroundings, scope: Scope, out: &mu
     let model_path = model_path.strip_prefix("hf:").unwrap_or(model_path);
     let name = scope.name.clone();
     let top_env: Vec<(String, String)> = env_pairs(doc.get("environment"));
-    let [prefill, decode] = roles(doc);
-    let served = [&prefill, &decode]
-        .into_iter()
+    let roles = roles(doc);
+    let served = roles
+        .iter()
         .flatten()
         .find_map(|r| r.args.and_then(|a| arg_value(a, "served-model-name")))
         .unwrap_or_else(|| model_path.rsplit('/').find(|s| !s.is_empty()).unwrap_or(model_path).to_owned());
@@ -331,7 +338,9 @@ fn scan_one(doc: &Node, file: usize, base: &Surroundings, scope: Scope, out: &mu
     let mut alloc = Allocator::default();
     let mut prefill_gpus = None;
     let mut leaders: Vec<(&'static str, String, u32, Option<u32>)> = Vec::new();
-    for role in [prefill, decode].into_iter().flatten() {
+    for role in roles.into_iter().flatten() {
+        // An aggregated worker serves alone: no disaggregation flags, no router entry.
+        let disaggregated = role.mode != "agg";
         let colocate = role.nodes.and_then(Node::str).is_some_and(|n| n == "colocate" || n == "0");
         let workers = number(role.workers).filter(|w| *w > 0).unwrap_or(1).min(MAX_WORKERS);
         let gpus = number(role.gpus)
@@ -373,7 +382,9 @@ fn scan_one(doc: &Node, file: usize, base: &Surroundings, scope: Scope, out: &mu
                 flag("--served-model-name", served.clone());
                 flag("--host", "0.0.0.0".to_owned());
                 flag("--port", w.http_port.to_string());
-                flag("--disaggregation-mode", role.mode.to_owned());
+                if disaggregated {
+                    flag("--disaggregation-mode", role.mode.to_owned());
+                }
                 if let Some(b) = bootstrap {
                     flag("--disaggregation-bootstrap-port", b.to_string());
                 }
@@ -415,7 +426,9 @@ fn scan_one(doc: &Node, file: usize, base: &Surroundings, scope: Scope, out: &mu
                     scope: scope.clone(),
                 });
             }
-            leaders.push((role.mode, leader, w.http_port, bootstrap));
+            if disaggregated {
+                leaders.push((role.mode, leader, w.http_port, bootstrap));
+            }
         }
     }
     if sglang_router && !leaders.is_empty() {
@@ -742,6 +755,22 @@ backend:
             let l = crate::lint::lint(&[crate::lint::Input::new("r.yaml", after.clone())], &Default::default());
             assert!(l.findings.iter().all(|f| f.finding.code != "PD002"), "{:#?}", l.findings);
         }
+    }
+
+    #[test]
+    fn aggregated_workers_are_plain_servers() {
+        let l = read(
+            "schema: 2\nname: a\nmodel: {path: m, container: c, precision: bf16}\n\
+             resources: {gpu_type: h100, gpus_per_node: 8}\nfrontend: {type: sglang-router}\nengine: sglang\n\
+             roles:\n  agg: {nodes: 1, workers: 2, gpus: 4, args: {tp-size: 4}}\n",
+        );
+        assert_eq!(l.len(), 2, "two workers, no router for aggregated ones");
+        assert_eq!(argv(&l[0]), "--model-path m --served-model-name m --host 0.0.0.0 --port 6100 --tp-size 4");
+        let l = read(
+            "name: a\nmodel: {path: m, container: c, precision: bf16}\nresources: {agg_nodes: 1, agg_workers: 1}\n\
+             backend:\n  aggregated_environment: {A: \"1\"}\n  sglang_config:\n    aggregated: {tp-size: 4}\n",
+        );
+        assert_eq!((l.len(), env(&l[0], "A")), (1, Some("1")));
     }
 
     #[test]
