@@ -317,12 +317,16 @@ impl Default for Shared {
     }
 }
 
-/// Speculative decoding, identical on both sides.
+/// Speculative decoding: identical on both sides, or on the decode only.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Speculative {
     /// Algorithm: `EAGLE`, `EAGLE3`, `NEXTN`, `STANDALONE`, `NGRAM`, ...
     pub algorithm: String,
+    /// Speculate on the decode only (SGLang's usual case): the prefill runs no draft model, and
+    /// the decode drafts for itself.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub decode_only: bool,
     /// Draft model directory or id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draft_model_path: Option<String>,

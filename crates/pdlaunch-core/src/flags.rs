@@ -475,7 +475,7 @@ pub static NSA_DECODE_BACKEND: Flag = Flag {
     doc: "Spelling of `--dsa-decode-backend` before 0.5.19.",
 };
 
-/// `--speculative-algorithm`: The prefill runs the draft and ships its hidden states, top-k and draft KV.
+/// `--speculative-algorithm`: A prefill that speculates ships its draft top-k and hidden states; a decode may speculate alone.
 pub static SPECULATIVE_ALGORITHM: Flag = Flag {
     name: "--speculative-algorithm",
     aliases: &[],
@@ -486,7 +486,7 @@ pub static SPECULATIVE_ALGORITHM: Flag = Flag {
     relation: Relation::MustMatch,
     releases: 0b1111111,
     field: "Speculative.algorithm",
-    doc: "The prefill runs the draft and ships its hidden states, top-k and draft KV.",
+    doc: "A prefill that speculates ships its draft top-k and hidden states; a decode may speculate alone.",
 };
 
 /// `--speculative-draft-model-path`: Draft KV geometry must match.

@@ -490,7 +490,7 @@ fn server_args(
     a.opt(&[&DECODE_ATTENTION_BACKEND], &sh.decode_attention_backend, "shared.decode_attention_backend".into());
     a.opt(&[&DSA_PREFILL_BACKEND, &NSA_PREFILL_BACKEND], &sh.dsa_prefill_backend, "shared.dsa_prefill_backend".into());
     a.opt(&[&DSA_DECODE_BACKEND, &NSA_DECODE_BACKEND], &sh.dsa_decode_backend, "shared.dsa_decode_backend".into());
-    if let Some(s) = &sh.speculative {
+    if let Some(s) = sh.speculative.as_ref().filter(|s| !(s.decode_only && role == Role::Prefill)) {
         a.value(&[&SPECULATIVE_ALGORITHM], &s.algorithm, "shared.speculative.algorithm".into(), Scope::Role);
         a.opt(&[&SPECULATIVE_DRAFT_MODEL_PATH], &s.draft_model_path, "shared.speculative.draft_model_path".into());
         a.opt(&[&SPECULATIVE_NUM_STEPS], &s.num_steps, "shared.speculative.num_steps".into());

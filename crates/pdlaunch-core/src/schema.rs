@@ -123,20 +123,21 @@ mod tests {
     #[test]
     fn every_setting_field_has_a_flag() {
         const NOT_FLAGS: &[&str] = &[
-            "Model.geometry",      // model facts for the rules, not a flag
-            "Model.preset",        // fills geometry from a built-in config.json
-            "Shared.env",          // environment, not argv
-            "Shared.speculative",  // a group: its own fields carry the flags
-            "Side.gpu",            // hardware facts for the rules
-            "Side.instances",      // topology: renders ports, hosts, node ranks
-            "Side.env",            // environment
-            "Side.extra_args",     // verbatim argv
-            "Instance.nodes",      // topology
-            "Node.host",           // renders `--host` (unless bind_host) and URLs
-            "Node.gpus",           // GPU accounting; renders `--base-gpu-id` offsets
-            "Node.gpus_installed", // GPU accounting only
-            "Router.env",          // environment
-            "Router.extra_args",   // verbatim argv
+            "Model.geometry",          // model facts for the rules, not a flag
+            "Model.preset",            // fills geometry from a built-in config.json
+            "Shared.env",              // environment, not argv
+            "Shared.speculative",      // a group: its own fields carry the flags
+            "Speculative.decode_only", // which sides its flags render on
+            "Side.gpu",                // hardware facts for the rules
+            "Side.instances",          // topology: renders ports, hosts, node ranks
+            "Side.env",                // environment
+            "Side.extra_args",         // verbatim argv
+            "Instance.nodes",          // topology
+            "Node.host",               // renders `--host` (unless bind_host) and URLs
+            "Node.gpus",               // GPU accounting; renders `--base-gpu-id` offsets
+            "Node.gpus_installed",     // GPU accounting only
+            "Router.env",              // environment
+            "Router.extra_args",       // verbatim argv
         ];
         let v = schema_value(Dialect::Draft07);
         for def in ["Model", "Shared", "Speculative", "Side", "HiCache", "Instance", "Node", "Router"] {

@@ -183,7 +183,13 @@ fn deployment() -> impl Strategy<Value = Deployment> {
             crate::choices::TransferBackend::NAMES,
         ),
         opt(choice::<crate::choices::AttentionBackend>("--attention-backend", crate::choices::AttentionBackend::NAMES)),
-        opt((proptest::sample::select(&["EAGLE", "EAGLE3", "NEXTN"][..]), opt(1u32..5), opt(1u32..4), opt(2u32..8))),
+        opt((
+            proptest::sample::select(&["EAGLE", "EAGLE3", "NEXTN"][..]),
+            opt(1u32..5),
+            opt(1u32..4),
+            opt(2u32..8),
+            any::<bool>(),
+        )),
         any::<bool>(),
         env_map("S_"),
     );
@@ -215,8 +221,9 @@ fn deployment() -> impl Strategy<Value = Deployment> {
             kv_cache_dtype: s.1,
             transfer_backend: s.2,
             attention_backend: s.3,
-            speculative: s.4.map(|(a, steps, topk, tokens)| Speculative {
+            speculative: s.4.map(|(a, steps, topk, tokens, decode_only)| Speculative {
                 algorithm: a.to_owned(),
+                decode_only,
                 draft_model_path: None,
                 num_steps: steps,
                 eagle_topk: topk,

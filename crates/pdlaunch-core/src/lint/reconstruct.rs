@@ -358,6 +358,7 @@ impl<'a> Builder<'a> {
                 }
             }
         }
+        self.decode_only_speculation();
         self.env();
         self.router();
         let mut deployment: Deployment =
@@ -424,6 +425,19 @@ impl<'a> Builder<'a> {
             }
         }
         self.try_set(&path, value)
+    }
+
+    /// A decode that speculates behind prefills that do not: `shared.speculative` came from the
+    /// decode, and renders on the decode only.
+    fn decode_only_speculation(&mut self) {
+        let speculates = |s: &&super::ServerEntry| {
+            s.view.value("speculative_algorithm").is_some_and(|a| !a.eq_ignore_ascii_case("none"))
+        };
+        let on = |role: Role| self.group.servers.iter().filter(move |s| s.view.role.or(s.intended) == Some(role));
+        if on(Role::Decode).any(|s| speculates(&s)) && !on(Role::Prefill).any(|s| speculates(&s)) {
+            let path = ["shared", "speculative", "decode_only"].map(Value::from).to_vec();
+            self.try_set(&path, Value::Bool(true));
+        }
     }
 
     fn env(&mut self) {

@@ -158,6 +158,7 @@ mod tests {
         d.shared.enable_page_major_kv_layout = true;
         d.shared.speculative = Some(Speculative {
             algorithm: "EAGLE".into(),
+            decode_only: false,
             draft_model_path: Some("draft".into()),
             num_steps: Some(3),
             eagle_topk: Some(1),
