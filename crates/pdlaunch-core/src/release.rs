@@ -57,6 +57,11 @@ impl Release {
         Self::NAMES[self as usize]
     }
 
+    /// The next newer known release.
+    pub fn next(self) -> Option<Release> {
+        Self::ALL.get(self as usize + 1).copied()
+    }
+
     /// Bit of this release in a release mask ([`crate::flags::Flag::releases`]).
     pub const fn bit(self) -> u8 {
         1 << (self as u8)

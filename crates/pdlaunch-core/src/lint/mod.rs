@@ -975,6 +975,18 @@ fn lint_group(
     let pd_evidence = group.servers.iter().any(|s| s.view.role.is_some() || s.intended.is_some())
         || group.router.as_ref().is_some_and(|r| !r.view.prefills.is_empty() || !r.view.decodes.is_empty());
     if let Some(v) = &group.version {
+        // An option the release read lacks but the next known one has may well be the version's.
+        if let Some(next) = group.release.next() {
+            let maybe = |f: &Finding| {
+                let token = f.locations.first().and_then(|l| l.flag.as_deref()).unwrap_or("");
+                f.message.contains(" has no option ")
+                    && next.spec().get(token.split('=').next().unwrap_or("")).is_some()
+            };
+            for f in findings.iter_mut().filter(|f| f.code == "PD024" && maybe(f)) {
+                f.severity = Severity::Note;
+                f.message.push_str(&format!("; {v} lies between {} and {next}, which has it", group.release));
+            }
+        }
         let message = format!(
             "the material names SGLang {v}, a release pdlaunch has no argparse spec of: arguments are read with \
              {}, the newest known release before it, so an option added since may be reported as unknown",

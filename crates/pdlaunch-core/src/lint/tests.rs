@@ -716,10 +716,18 @@ fn a_release_between_known_ones_is_read_with_the_one_before_and_said() {
     let l = run(&[("compose.yaml", &script("lmsysorg/sglang:v0.5.8.post1-cu130"))]);
     assert_eq!(l.groups[0].release, Release::V0_5_6);
     assert_eq!(codes(&l), Vec::<&str>::new(), "{:#?}", l.findings);
-    let note = l.findings.iter().find(|f| f.finding.code == "PD024").expect("a note");
-    assert_eq!(note.finding.severity, Severity::Note);
+    let note = l.findings.iter().find(|f| f.finding.message.contains("the material names")).expect("a note");
+    assert_eq!((note.finding.code, note.finding.severity), ("PD024", Severity::Note));
     assert!(note.finding.message.contains("SGLang 0.5.8.post1") && note.finding.message.contains("0.5.6.post2"));
     // A known release says nothing.
     let l = run(&[("compose.yaml", &script("lmsysorg/sglang:v0.5.19"))]);
     assert!(l.findings.iter().all(|f| f.finding.code != "PD024"), "{:#?}", l.findings);
+    // An option 0.5.6 lacks but 0.5.10 has may be 0.5.8's: a note, where 0.5.6 itself is an error.
+    let newer = |image: &str| script(image).replace("--cuda-graph-max-bs 8", "--disable-piecewise-cuda-graph");
+    let l = run(&[("compose.yaml", &newer("lmsysorg/sglang:v0.5.8"))]);
+    let unknown: Vec<_> = l.findings.iter().filter(|f| f.finding.message.contains("has no option")).collect();
+    assert!(!unknown.is_empty() && unknown.iter().all(|f| f.finding.severity == Severity::Note), "{unknown:#?}");
+    assert!(unknown[0].finding.message.ends_with("0.5.8 lies between 0.5.6.post2 and 0.5.10.post1, which has it"));
+    let l = run(&[("compose.yaml", &newer("lmsysorg/sglang:v0.5.6.post2"))]);
+    assert!(codes(&l).contains(&"PD024"), "{:#?}", l.findings);
 }
