@@ -22,7 +22,7 @@ const PRIMARY: &[(&str, &[&str])] = &[
     ("Instance", &["nodes", "port", "bootstrap_port"]),
     ("Node", &["host", "ib_device", "gpus"]),
     ("Router", &["host", "port", "policy"]),
-    ("Speculative", &["algorithm", "draft_model_path", "num_steps", "eagle_topk", "num_draft_tokens"]),
+    ("Speculative", &["algorithm", "decode_only", "draft_model_path", "num_steps", "eagle_topk", "num_draft_tokens"]),
     ("Geometry", &["architecture", "attention", "layers", "attention_heads", "kv_heads", "head_dim"]),
 ];
 
