@@ -46,6 +46,8 @@ use super::yaml::{Map, Node, Scalar};
 const MAX_WORKERS: u32 = 64;
 const MAX_NODES_PER_WORKER: u32 = 64;
 const MAX_PROCESSES: u32 = 256;
+/// The most variants of one file read (in file order).
+const MAX_VARIANTS: usize = 32;
 /// srtctl's port bases (`srtctl/ports.py`).
 const HTTP_PORT_BASE: u32 = 6100;
 const HTTP_PORT_STRIDE: u32 = 32;
@@ -217,6 +219,9 @@ pub fn scan(doc: &Node, file: usize, base: &Surroundings, out: &mut Vec<Launch>)
     let base_name = name_of(recipe).unwrap_or_else(|| "unnamed".into());
     let mut variants = 0;
     for (key, value) in &m.entries {
+        if variants == MAX_VARIANTS {
+            break;
+        }
         if let Some(suffix) = key.text.strip_prefix("override_") {
             let variant = merge(recipe, value);
             let name = format!("{base_name}_{suffix}");
@@ -226,7 +231,7 @@ pub fn scan(doc: &Node, file: usize, base: &Surroundings, out: &mut Vec<Launch>)
             // Lists of unequal lengths (other than 1): srtctl refuses the file.
             let Some(n) = zip_len(value) else { continue };
             let names = value.get("name").filter(|n| matches!(n, Node::Seq(_)));
-            for i in 0..n.min(MAX_WORKERS as usize) {
+            for i in 0..n.min(MAX_VARIANTS - variants) {
                 let variant = merge(recipe, &zip_slice(value, i));
                 let name = match names {
                     Some(_) => name_of(&variant).unwrap_or_default(),
