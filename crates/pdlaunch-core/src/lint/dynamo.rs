@@ -157,7 +157,23 @@ fn arity(name: &str, spec: &Spec) -> Option<Arity> {
     })
 }
 
-/// The worker's argv without Dynamo's own options and their values: what SGLang parses.
+/// The value the worker gives `--disaggregation-mode` (its last occurrence).
+fn mode(words: &[Word]) -> Option<&str> {
+    words.iter().enumerate().rev().find_map(|(i, w)| match w.text.strip_prefix("--disaggregation-mode") {
+        Some("") => words.get(i + 1).map(|v| v.text.as_str()),
+        Some(rest) => rest.strip_prefix('='),
+        None => None,
+    })
+}
+
+/// True for the worker's multimodal encoder (`--disaggregation-mode encode`): Dynamo starts no
+/// SGLang prefill or decode server for it, so it takes no part in the KV transfer.
+pub fn is_encode_worker(words: &[Word]) -> bool {
+    mode(words) == Some("encode")
+}
+
+/// The worker's argv without Dynamo's own options and their values: what SGLang parses. The
+/// worker's own modes `agg` and `pd` reach SGLang as `null`.
 pub fn sglang_words(words: &[Word], spec: &Spec) -> Vec<Word> {
     let mut out = Vec::with_capacity(words.len());
     let mut i = 0;
@@ -165,6 +181,12 @@ pub fn sglang_words(words: &[Word], spec: &Spec) -> Vec<Word> {
     while i < words.len() {
         let w = &words[i];
         i += 1;
+        if matches!(w.text.as_str(), "agg" | "pd")
+            && out.last().is_some_and(|p: &Word| p.text == "--disaggregation-mode")
+        {
+            out.push(Word { text: "null".into(), ..w.clone() });
+            continue;
+        }
         let (name, inline) = match w.text.split_once('=') {
             Some((n, _)) if w.text.starts_with("--") => (n, true),
             _ => (w.text.as_str(), false),
@@ -214,5 +236,12 @@ mod tests {
         );
         // Only booleans have a `--no-` form.
         assert_eq!(sglang_words(&words("--no-endpoint x"), spec).len(), 2);
+        // The worker's own modes.
+        let kept: Vec<String> =
+            sglang_words(&words("--disaggregation-mode agg"), spec).into_iter().map(|w| w.text).collect();
+        assert_eq!(kept, ["--disaggregation-mode", "null"]);
+        assert!(is_encode_worker(&words("--enable-multimodal --disaggregation-mode encode")));
+        assert!(is_encode_worker(&words("--disaggregation-mode=encode")));
+        assert!(!is_encode_worker(&words("--disaggregation-mode prefill")));
     }
 }

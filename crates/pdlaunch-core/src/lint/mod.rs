@@ -372,8 +372,12 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
         match l.program {
             Program::Server => {
                 let (mut words, problems) = config::expand(&l.args, files, config_files, spec);
-                // Dynamo's SGLang worker reads its own options; SGLang parses the rest.
+                // Dynamo's SGLang worker reads its own options; SGLang parses the rest. Its
+                // multimodal encoder is no SGLang server.
                 if l.entry.ends_with(launch::DYNAMO_WORKER) {
+                    if dynamo::is_encode_worker(&words) {
+                        continue;
+                    }
                     words = dynamo::sglang_words(&words, spec).into();
                 }
                 let tokens: Vec<String> = words.iter().map(|w| w.text.clone()).collect();
