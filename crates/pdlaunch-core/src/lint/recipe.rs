@@ -222,6 +222,10 @@ pub fn scan(doc: &Node, file: usize, base: &Surroundings, out: &mut Vec<Launch>)
         if variants == MAX_VARIANTS {
             break;
         }
+        // An override is a mapping; srtctl refuses anything else.
+        if !matches!(value, Node::Map(_)) {
+            continue;
+        }
         if let Some(suffix) = key.text.strip_prefix("override_") {
             let variant = merge(recipe, value);
             let name = format!("{base_name}_{suffix}");
