@@ -453,14 +453,16 @@ fn remove_use(s: &ServerEntry, i: usize, files: &[SourceFile]) -> Option<Vec<Edi
         Embed::YamlItem { flow: true, .. } => remove_after_previous(|gap| gap.trim() == ","),
         Embed::Generated => None,
         Embed::ConfigKey | Embed::ConfigValue => {
+            // Whole lines only: the key starts its line and its value ends one (a key of a flow
+            // mapping `{a: 1, b: 2}` shares its line and is left alone).
             let ls = f.line_start(first.start);
-            Some(vec![Edit {
-                file: first.file,
-                start: ls,
-                end: f.line_end(last.end.max(first.start)),
-                text: String::new(),
-                why: String::new(),
-            }])
+            let le = f.line_end(last.end.max(first.start));
+            let tail = f.text.get(last.end.max(first.start)..le)?;
+            let tail = tail.split_once(" #").map_or(tail, |(t, _)| t);
+            if !f.text.get(ls..first.start)?.bytes().all(|b| b == b' ') || !tail.trim().is_empty() {
+                return None;
+            }
+            Some(vec![Edit { file: first.file, start: ls, end: le, text: String::new(), why: String::new() }])
         }
     }
 }

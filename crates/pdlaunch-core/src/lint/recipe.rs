@@ -366,7 +366,7 @@ fn scan_one(doc: &Node, file: usize, base: &Surroundings, scope: Scope, out: &mu
         let workers = workers.min((MAX_PROCESSES / gpus.div_ceil(per_node).clamp(1, MAX_NODES_PER_WORKER)).max(1));
         let role_env = env_pairs(role.env);
         let mut args = role.args.map(|a| config_words(a, file, sweep)).unwrap_or_default();
-        args.retain(|(key, _)| !POPPED.contains(&key.as_str()));
+        args.retain(|(key, _)| !POPPED.contains(&key.replace('_', "-").as_str()));
         let gen = |text: String| Word {
             text,
             file,
@@ -516,7 +516,7 @@ fn arg_value(args: &Map, key: &str) -> Option<String> {
     }
 }
 
-/// The words srtctl makes of a role's arguments, in key order, each with its dashed key.
+/// The words srtctl makes of a role's arguments, in key order, each with its key as written.
 fn config_words(args: &Map, file: usize, sweep: bool) -> Vec<(String, Vec<Word>)> {
     let mut keyed: Vec<(String, Vec<Word>)> = Vec::new();
     for (key, value) in &args.entries {
@@ -557,10 +557,12 @@ fn config_words(args: &Map, file: usize, sweep: bool) -> Vec<(String, Vec<Word>)
             }
             Node::Map(_) => vec![key_word, value_word(python_repr(value), value.start(), value.start())],
         };
-        // A key written twice: the later entry replaces the earlier, as a Python dict does.
-        keyed.retain(|(k, _)| *k != dashed);
-        keyed.push((dashed, words));
+        // A key written twice: the later entry replaces the earlier, as a Python dict does
+        // (`tp_size` and `tp-size` are two keys, and both become `--tp-size`).
+        keyed.retain(|(k, _)| *k != key.text);
+        keyed.push((key.text.to_string(), words));
     }
+    // srtctl passes them in key order.
     crate::sort::sort_by(&mut keyed, |a, b| a.0.cmp(&b.0));
     keyed
 }
@@ -780,6 +782,29 @@ backend:
              backend:\n  aggregated_environment: {A: \"1\"}\n  sglang_config:\n    aggregated: {tp-size: 4}\n",
         );
         assert_eq!((l.len(), env(&l[0], "A")), (1, Some("1")));
+    }
+
+    #[test]
+    fn a_key_given_twice_is_removed_only_from_its_own_line() {
+        let text = |prefill: &str| {
+            format!(
+                "name: r\nmodel: {{path: m, container: c, precision: fp8}}\n\
+                 resources: {{gpu_type: h200, gpus_per_node: 8, prefill_nodes: 1, decode_nodes: 1}}\n\
+                 backend:\n  sglang_config:\n    prefill: {prefill}\n    decode: {{tp-size: 2, page-size: 16}}\n"
+            )
+        };
+        // `tp-size` and `tp_size` are one option: the first (in key order) is dead text.
+        let block = text("\n      tp_size: 2\n      tp-size: 2  # tuned\n      page-size: 16");
+        let l = crate::lint::lint(&[crate::lint::Input::new("r.yaml", block.clone())], &Default::default());
+        assert!(l.findings.iter().any(|f| f.finding.code == "PD041"), "{:#?}", l.findings);
+        let edits = crate::lint::fix::edits(&l);
+        assert_eq!(edits.len(), 1, "{edits:?}");
+        assert_eq!(&block[edits[0].start..edits[0].end], "      tp-size: 2  # tuned\n");
+        // In a flow mapping the key shares its line: no edit.
+        let flow = text("{tp_size: 2, tp-size: 2, page-size: 16}");
+        let l = crate::lint::lint(&[crate::lint::Input::new("r.yaml", flow)], &Default::default());
+        assert!(l.findings.iter().any(|f| f.finding.code == "PD041"));
+        assert!(crate::lint::fix::edits(&l).is_empty());
     }
 
     #[test]
