@@ -89,21 +89,6 @@ struct RoleSpec<'n, 'a> {
     gpus: Option<&'n Node<'a>>,
 }
 
-/// The key and value of `key` in a mapping node.
-fn entry<'n, 'a>(node: Option<&'n Node<'a>>, key: &str) -> Option<(&'n Scalar<'a>, &'n Node<'a>)> {
-    match node? {
-        Node::Map(m) => m.entries.iter().rev().find(|(k, _)| k.text == key).map(|(k, v)| (k, v)),
-        _ => None,
-    }
-}
-
-fn as_map<'n, 'a>(n: &'n Node<'a>) -> Option<&'n Map<'a>> {
-    match n {
-        Node::Map(m) => Some(m),
-        _ => None,
-    }
-}
-
 /// The prefill, decode and aggregated roles, in either layout: (mode, `sglang_config` key,
 /// `resources` prefix).
 const ROLES: [(&str, &str, &str); 3] =
@@ -112,12 +97,12 @@ const ROLES: [(&str, &str, &str); 3] =
 /// The roles of a recipe, in either layout.
 fn roles<'n, 'a>(doc: &'n Node<'a>) -> [Option<RoleSpec<'n, 'a>>; 3] {
     ROLES.map(|(mode, config_key, prefix)| {
-        if let Some((key, role)) = entry(doc.get("roles"), mode) {
-            as_map(role)?;
+        if let Some((key, role)) = doc.get("roles").and_then(|r| r.entry(mode)) {
+            role.map()?;
             return Some(RoleSpec {
                 mode,
                 key,
-                args: role.get("args").and_then(as_map),
+                args: role.get("args").and_then(Node::map),
                 env: role.get("env"),
                 nodes: role.get("nodes"),
                 workers: role.get("workers"),
@@ -125,7 +110,7 @@ fn roles<'n, 'a>(doc: &'n Node<'a>) -> [Option<RoleSpec<'n, 'a>>; 3] {
             });
         }
         let backend = doc.get("backend");
-        let (key, args) = entry(backend.and_then(|b| b.get("sglang_config")), config_key)?;
+        let (key, args) = backend.and_then(|b| b.get("sglang_config")).and_then(|c| c.entry(config_key))?;
         // Arguments are a mapping; an empty role is one without any.
         if !matches!(args, Node::Map(_) | Node::Null(_)) {
             return None;
@@ -134,7 +119,7 @@ fn roles<'n, 'a>(doc: &'n Node<'a>) -> [Option<RoleSpec<'n, 'a>>; 3] {
         Some(RoleSpec {
             mode,
             key,
-            args: as_map(args),
+            args: args.map(),
             env: backend.and_then(|b| b.get(&format!("{config_key}_environment"))),
             nodes: resources.and_then(|r| r.get(&format!("{prefix}_nodes"))),
             workers: resources.and_then(|r| r.get(&format!("{prefix}_workers"))),
@@ -454,7 +439,7 @@ fn router(
     scope: Option<Scope>,
 ) -> Launch {
     let frontend = doc.get("frontend");
-    let (start, end) = entry(Some(doc), "frontend").map_or((0, 0), |(k, _)| (k.start, k.end));
+    let (start, end) = doc.entry("frontend").map_or((0, 0), |(k, _)| (k.start, k.end));
     let at = start;
     let gen = |text: String| Word { text, file, start, end, unknown: Vec::new(), map: None, embed: Embed::Generated };
     let mut words = vec![gen("--pd-disaggregation".into())];
@@ -466,7 +451,7 @@ fn router(
     for w in ["--host", "0.0.0.0", "--port"].map(str::to_owned).into_iter().chain([FRONTEND_PORT.to_string()]) {
         words.push(gen(w));
     }
-    let args = frontend.and_then(|f| f.get("args").or_else(|| f.get("sglang_router_args"))).and_then(as_map);
+    let args = frontend.and_then(|f| f.get("args").or_else(|| f.get("sglang_router_args"))).and_then(Node::map);
     words.extend(args.map(|a| config_words(a, file, false)).unwrap_or_default().into_iter().flat_map(|(_, w)| w));
     let mut hints = base.hints.clone();
     hints.push("router".into());

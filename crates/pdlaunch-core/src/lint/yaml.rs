@@ -74,8 +74,16 @@ pub struct Map<'a> {
 impl<'a> Node<'a> {
     /// The value under `key`, when this is a mapping.
     pub fn get(&self, key: &str) -> Option<&Node<'a>> {
+        self.entry(key).map(|(_, v)| v)
+    }
+    /// The key and value of `key` (its last entry), when this is a mapping.
+    pub fn entry(&self, key: &str) -> Option<(&Scalar<'a>, &Node<'a>)> {
+        self.map()?.entries.iter().rev().find(|(k, _)| k.text == key).map(|(k, v)| (k, v))
+    }
+    /// The mapping itself.
+    pub fn map(&self) -> Option<&Map<'a>> {
         match self {
-            Node::Map(m) => m.entries.iter().rev().find(|(k, _)| k.text == key).map(|(_, v)| v),
+            Node::Map(m) => Some(m),
             _ => None,
         }
     }
