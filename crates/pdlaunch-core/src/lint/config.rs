@@ -154,11 +154,7 @@ pub fn expand(
                 out.push(key_word);
                 for item in &s.items {
                     if let Node::Scalar(sc) = item {
-                        let t = match py_scalar(sc) {
-                            Py::Bool(b) => if b { "True" } else { "False" }.to_owned(),
-                            Py::Text(t) => t,
-                        };
-                        out.push(value_word(t, sc));
+                        out.push(value_word(py_str(sc), sc));
                     }
                 }
             }
@@ -177,6 +173,14 @@ pub fn expand(
     }
     out.extend(rest);
     (out.into(), problems)
+}
+
+/// Python's `str()` of a scalar as PyYAML (YAML 1.1) reads it.
+pub(super) fn py_str(sc: &Scalar) -> String {
+    match py_scalar(sc) {
+        Py::Bool(b) => if b { "True" } else { "False" }.to_owned(),
+        Py::Text(t) => t,
+    }
 }
 
 pub(super) enum Py {

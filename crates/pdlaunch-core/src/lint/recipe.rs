@@ -36,7 +36,7 @@
 //! srtctl adds are [`Embed::Generated`]: findings on them point at the role, fixes leave them
 //! alone. Values with a sweep's `{placeholder}` stay unknown.
 
-use super::config::{py_scalar, Py};
+use super::config::{py_scalar, py_str, Py};
 use super::launch::{gpu_in_text, release_for, version_in_image, Launch, Program, Scope, Surroundings, DYNAMO_WORKER};
 use super::source::{Embed, Word};
 use super::yaml::{Map, Node, Scalar};
@@ -477,19 +477,7 @@ fn router(
 /// A mapping of environment variables as (name, value) pairs.
 fn env_pairs(n: Option<&Node>) -> Vec<(String, String)> {
     let Some(Node::Map(m)) = n else { return Vec::new() };
-    m.entries
-        .iter()
-        .filter_map(|(k, v)| {
-            let value = match v {
-                Node::Scalar(sc) => match py_scalar(sc) {
-                    Py::Bool(b) => if b { "True" } else { "False" }.to_owned(),
-                    Py::Text(t) => t,
-                },
-                _ => return None,
-            };
-            Some((k.text.to_string(), value))
-        })
-        .collect()
+    m.entries.iter().filter_map(|(k, v)| Some((k.text.to_string(), py_str(v.scalar()?)))).collect()
 }
 
 /// The value srtctl passes for `key` (either spelling), when the role sets one.
@@ -531,7 +519,7 @@ fn config_words(args: &Map, file: usize, sweep: bool) -> Vec<(String, Vec<Word>)
                 let mut ws = vec![key_word];
                 for item in &s.items {
                     let text = match item {
-                        Node::Scalar(sc) => python_str(sc),
+                        Node::Scalar(sc) => py_str(sc),
                         other => python_repr(other),
                     };
                     let start = item.start();
@@ -552,14 +540,6 @@ fn config_words(args: &Map, file: usize, sweep: bool) -> Vec<(String, Vec<Word>)
     keyed
 }
 
-/// Python's `str()` of a scalar as PyYAML reads it.
-fn python_str(sc: &Scalar) -> String {
-    match py_scalar(sc) {
-        Py::Bool(b) => if b { "True" } else { "False" }.to_owned(),
-        Py::Text(t) => t,
-    }
-}
-
 /// Python's `str()` of a mapping or list as PyYAML reads it: its `repr`, which is not JSON.
 fn python_repr(n: &Node) -> String {
     match n {
@@ -568,7 +548,7 @@ fn python_repr(n: &Node) -> String {
             Py::Text(t) if sc.style != super::yaml::Style::Plain || crate::float::parse(&t).is_none() => {
                 format!("'{}'", t.replace('\\', "\\\\").replace('\'', "\\'"))
             }
-            _ => python_str(sc),
+            _ => py_str(sc),
         },
         Node::Seq(s) => format!("[{}]", s.items.iter().map(python_repr).collect::<Vec<_>>().join(", ")),
         Node::Map(m) => {
