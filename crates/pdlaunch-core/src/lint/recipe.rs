@@ -587,6 +587,15 @@ mod tests {
         l.args.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" ")
     }
 
+    /// A recipe in the older layout: one node of 8 H200s per side, with these role arguments.
+    fn two_roles(prefill: &str, decode: &str) -> String {
+        format!(
+            "name: r\nmodel: {{path: m, container: c, precision: fp8}}\n\
+             resources: {{gpu_type: h200, gpus_per_node: 8, prefill_nodes: 1, decode_nodes: 1}}\n\
+             backend:\n  sglang_config:\n    prefill: {prefill}\n    decode: {decode}\n"
+        )
+    }
+
     fn env<'l>(l: &'l Launch, k: &str) -> Option<&'l str> {
         l.env.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
     }
@@ -712,14 +721,7 @@ backend:
 
     #[test]
     fn a_missing_key_is_added_to_the_role_in_its_own_style() {
-        let text = |decode: &str| {
-            format!(
-                "name: f\nmodel: {{path: m, container: c, precision: fp8}}\n\
-                 resources: {{gpu_type: h200, gpus_per_node: 8, prefill_nodes: 1, decode_nodes: 1}}\n\
-                 backend:\n  sglang_config:\n    prefill:\n      tp-size: 8\n      kv-cache-dtype: fp8_e4m3\n\
-                 \n    decode: {decode}\n"
-            )
-        };
+        let text = |decode: &str| two_roles("\n      tp-size: 8\n      kv-cache-dtype: fp8_e4m3\n", decode);
         for (decode, want) in [
             ("{tp-size: 8, cuda-graph-bs: [1, 2]}", "{tp-size: 8, cuda-graph-bs: [1, 2], kv-cache-dtype: fp8_e4m3}"),
             ("\n      tp-size: 8\n      cuda-graph-bs:\n        - 1", "      kv-cache-dtype: fp8_e4m3\n"),
@@ -751,13 +753,7 @@ backend:
 
     #[test]
     fn a_key_given_twice_is_removed_only_from_its_own_line() {
-        let text = |prefill: &str| {
-            format!(
-                "name: r\nmodel: {{path: m, container: c, precision: fp8}}\n\
-                 resources: {{gpu_type: h200, gpus_per_node: 8, prefill_nodes: 1, decode_nodes: 1}}\n\
-                 backend:\n  sglang_config:\n    prefill: {prefill}\n    decode: {{tp-size: 2, page-size: 16}}\n"
-            )
-        };
+        let text = |prefill: &str| two_roles(prefill, "{tp-size: 2, page-size: 16}");
         // `tp-size` and `tp_size` are one option: the first (in key order) is dead text.
         let block = text("\n      tp_size: 2\n      tp-size: 2  # tuned\n      page-size: 16");
         let l = crate::lint::lint(&[crate::lint::Input::new("r.yaml", block.clone())], &Default::default());
