@@ -983,8 +983,8 @@ fn lint_group(
         if let Some(next) = group.release.next() {
             let maybe = |f: &Finding| {
                 let token = f.locations.first().and_then(|l| l.flag.as_deref()).unwrap_or("");
-                f.message.contains(" has no option ")
-                    && next.spec().get(token.split('=').next().unwrap_or("")).is_some()
+                let name = token.split('=').next().unwrap_or("");
+                group.release.spec().resolve(name).is_err() && next.spec().get(name).is_some()
             };
             for f in findings.iter_mut().filter(|f| f.code == "PD024" && maybe(f)) {
                 f.severity = Severity::Note;
