@@ -536,6 +536,28 @@ fn render_to_dir_writes_executable_scripts_and_reruns() {
     assert!(std::fs::read_to_string(out_dir.join("router.sh")).unwrap().contains("llama-1p1d"));
 }
 
+/// The Kubernetes manifests are one file, which `lint` reads back clean; a deployment they
+/// cannot describe is bad input, said with the field to change.
+#[test]
+fn render_kubernetes_writes_manifests_that_lint_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let f = example_path("deepseek-v3-dp-deepep");
+    let o = pdl(&["render", "--format", "kubernetes", p(&f), "-o", p(&out_dir)]);
+    assert_exit(&o, 0, "render -f kubernetes -o");
+    assert_eq!(files_in(&out_dir), ["deepseek-v3-dp-deepep.kubernetes.yaml"]);
+    let path = out_dir.join("deepseek-v3-dp-deepep.kubernetes.yaml");
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o111, 0, "manifests are not executable");
+    let o = pdl(&["lint", p(&path)]);
+    assert_exit(&o, 0, "lint of the rendered manifests");
+    assert!(stdout(&o).contains("5 launch(es) in 1 deployment(s): 0 error(s), 0 warning(s)"), "{}", both(&o));
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(&bad, example_text("llama-1p1d").replace("name: llama-1p1d", "name: Llama_1p1d")).unwrap();
+    let o = pdl(&["render", "-f", "kubernetes", p(&bad)]);
+    assert_exit(&o, 2, "a name that is no DNS label");
+    assert!(stderr(&o).contains("`name` (\"Llama_1p1d\")"), "{}", both(&o));
+}
+
 #[test]
 fn render_refuses_to_replace_a_foreign_file() {
     let dir = tempfile::tempdir().unwrap();

@@ -14,7 +14,7 @@ use pdlaunch_core::deployment::{Deployment, Role};
 use pdlaunch_core::examples::{example, EXAMPLES};
 use pdlaunch_core::load::{parse_deployment, Syntax};
 use pdlaunch_core::plan::{plan, Plan, Scope, ServerProcess, ROUTER_MODULE, SERVER_MODULE};
-use pdlaunch_core::render::{render, render_shell, Format, RenderedFile};
+use pdlaunch_core::render::{render_config, render_shell, RenderedFile};
 
 const BIN: &str = env!("CARGO_BIN_EXE_pdlaunch");
 
@@ -541,7 +541,7 @@ fn hostile_deployment_sglang_config_scripts_and_yaml() {
     let mark = sb.marker("pwned");
     let d = hostile(&mark);
     let plan = plan(&d);
-    let files = render(&plan, Format::SglangConfig);
+    let files = render_config(&plan);
     let dir = sb.path().join("out");
     write_files(&dir, &files);
     for p in &plan.servers {

@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 
 use pdlaunch_core::examples::EXAMPLES;
-use pdlaunch_core::plan::plan;
 use pdlaunch_core::render::{bundle, render, Format};
 
 fn settings() -> insta::Settings {
@@ -19,9 +18,8 @@ fn settings() -> insta::Settings {
 fn every_example_in_every_format() {
     for e in EXAMPLES {
         let d = pdlaunch_core::examples::example(e.name).expect("example parses");
-        let p = plan(&d);
         for format in Format::ALL {
-            let text = bundle(&render(&p, format));
+            let text = bundle(&render(&d, format).expect("every example renders in every format"));
             settings().bind(|| insta::assert_snapshot!(format!("{}.{}", e.name, format.as_str()), text));
         }
     }

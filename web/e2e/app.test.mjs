@@ -152,7 +152,7 @@ describe('pdlaunch web app', () => {
     await shot('builder-fixed');
   });
 
-  it('downloads a shell bundle byte-identical to `pdlaunch render`', async () => {
+  it('downloads shell and Kubernetes bundles byte-identical to `pdlaunch render`', async () => {
     await output('shell');
     const script = await download(() => page.click('#download-output'));
     assert.equal(script.name, `${PRESET}.sh`);
@@ -164,6 +164,12 @@ describe('pdlaunch web app', () => {
     // The JSON export is the same deployment.
     const json = await download(() => page.click('#export-json'));
     assert.ok(execFileSync(PDLAUNCH, ['render', json.path]).equals(cli));
+    // So are the Kubernetes manifests.
+    assert.match(await output('kubernetes'), /kind: LeaderWorkerSet/);
+    const k8s = await download(() => page.click('#download-output'));
+    assert.equal(k8s.name, `${PRESET}.kubernetes.yaml`);
+    assert.ok(k8s.bytes.equals(execFileSync(PDLAUNCH, ['render', '--format', 'kubernetes', yaml.path])));
+    await output('shell');
   });
 
   it('reloads the same state from the URL alone', async () => {

@@ -8,7 +8,7 @@ use pdlaunch_core::deployment::{Deployment, Role};
 use pdlaunch_core::examples::EXAMPLES;
 use pdlaunch_core::fix::{self, Fix};
 use pdlaunch_core::load::{parse_deployment, LoadError, Syntax};
-use pdlaunch_core::plan::{plan, Origin};
+use pdlaunch_core::plan::Origin;
 use pdlaunch_core::render::{bundle, render, Format};
 use pdlaunch_core::rules::{check, Finding, Report, Severity};
 use pdlaunch_core::yaml_value;
@@ -39,19 +39,23 @@ pub enum OutputTab {
     Config,
     /// Argv and environment per process.
     Json,
+    /// LeaderWorkerSets and the router's Deployment and Service.
+    Kubernetes,
     /// The deployment itself.
     Yaml,
 }
 
 impl OutputTab {
     /// Every tab, in display order.
-    pub const ALL: [OutputTab; 4] = [OutputTab::Shell, OutputTab::Config, OutputTab::Json, OutputTab::Yaml];
+    pub const ALL: [OutputTab; 5] =
+        [OutputTab::Shell, OutputTab::Config, OutputTab::Json, OutputTab::Kubernetes, OutputTab::Yaml];
     /// Tab label.
     pub fn label(self) -> &'static str {
         match self {
             OutputTab::Shell => "Shell",
             OutputTab::Config => "SGLang config YAML",
             OutputTab::Json => "JSON",
+            OutputTab::Kubernetes => "Kubernetes",
             OutputTab::Yaml => "Deployment YAML",
         }
     }
@@ -61,6 +65,7 @@ impl OutputTab {
             OutputTab::Shell => "shell",
             OutputTab::Config => "config",
             OutputTab::Json => "json",
+            OutputTab::Kubernetes => "kubernetes",
             OutputTab::Yaml => "yaml",
         }
     }
@@ -70,6 +75,7 @@ impl OutputTab {
             OutputTab::Shell => (format!("{name}.sh"), "text/x-shellscript"),
             OutputTab::Config => (format!("{name}.sglang-config.txt"), "text/plain"),
             OutputTab::Json => (format!("{name}.launch.json"), "application/json"),
+            OutputTab::Kubernetes => (format!("{name}.kubernetes.yaml"), "application/yaml"),
             OutputTab::Yaml => (format!("{name}.yaml"), "application/yaml"),
         }
     }
@@ -82,12 +88,10 @@ pub fn output_text(d: &Deployment, tab: OutputTab) -> Result<String, String> {
         OutputTab::Shell => Format::Shell,
         OutputTab::Config => Format::SglangConfig,
         OutputTab::Json => Format::Json,
+        OutputTab::Kubernetes => Format::Kubernetes,
         OutputTab::Yaml => return yaml_value::to_string(d),
     };
-    if let Some(reason) = format.unsupported_reason(d.sglang_version) {
-        return Err(reason);
-    }
-    Ok(bundle(&render(&plan(d), format)))
+    Ok(bundle(&render(d, format)?))
 }
 
 /// A finding with what the view needs beside it.
@@ -547,12 +551,23 @@ mod tests {
     }
 
     #[test]
-    fn the_shell_tab_is_the_cli_bundle() {
+    fn the_output_tabs_are_the_cli_bundles() {
         let s = start();
         let d = s.parsed.as_ref().unwrap();
-        let text = output_text(d, OutputTab::Shell).unwrap();
-        assert_eq!(text, bundle(&render(&plan(d), Format::Shell)));
+        for (tab, format) in [
+            (OutputTab::Shell, Format::Shell),
+            (OutputTab::Config, Format::SglangConfig),
+            (OutputTab::Json, Format::Json),
+            (OutputTab::Kubernetes, Format::Kubernetes),
+        ] {
+            assert_eq!(output_text(d, tab).unwrap(), bundle(&render(d, format).unwrap()), "{tab:?}");
+        }
+        assert!(output_text(d, OutputTab::Kubernetes).unwrap().contains("kind: LeaderWorkerSet"));
         assert!(output_text(d, OutputTab::Yaml).unwrap().contains("page_size: 16"));
+        // A deployment the format cannot render says why instead.
+        let mut bad = (**d).clone();
+        bad.name = "Not_A_Label".into();
+        assert!(output_text(&bad, OutputTab::Kubernetes).unwrap_err().contains("DNS label"));
     }
 
     /// Autosaved text is the user's own and may be anything: a document of the wrong shape

@@ -3,7 +3,6 @@
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use pdlaunch_core::examples::EXAMPLES;
 use pdlaunch_core::load::{parse_deployment, Syntax};
-use pdlaunch_core::plan::plan;
 use pdlaunch_core::render::{render, Format};
 use pdlaunch_core::rules::check;
 
@@ -14,12 +13,12 @@ fn bench(c: &mut Criterion) {
     c.bench_function("parse", |b| b.iter(|| parse_deployment(black_box(yaml), "x", Syntax::Yaml).unwrap()));
     let d = parse_deployment(yaml, "x", Syntax::Yaml).unwrap();
     c.bench_function("validate", |b| b.iter(|| check(black_box(&d))));
-    c.bench_function("render_shell", |b| b.iter(|| render(&plan(black_box(&d)), Format::Shell)));
+    c.bench_function("render_shell", |b| b.iter(|| render(black_box(&d), Format::Shell)));
     c.bench_function("parse_validate_render", |b| {
         b.iter(|| {
             let d = parse_deployment(black_box(yaml), "x", Syntax::Yaml).unwrap();
             let report = check(&d);
-            let files = render(&plan(&d), Format::Shell);
+            let files = render(&d, Format::Shell);
             (report, files)
         })
     });

@@ -51,6 +51,10 @@ pub struct Launcher {
     /// Directory on each node where `sglang-config` YAML files are placed.
     #[serde(default = "default_config_dir")]
     pub config_dir: String,
+    /// Container image of the `kubernetes` format's pods (default: SGLang's CUDA image of
+    /// `sglang_version`, `lmsysorg/sglang:v<version>`; AMD GPUs need a ROCm image named here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
 }
 
 fn default_python() -> String {
@@ -62,7 +66,7 @@ fn default_config_dir() -> String {
 
 impl Default for Launcher {
     fn default() -> Self {
-        Launcher { python: default_python(), config_dir: default_config_dir() }
+        Launcher { python: default_python(), config_dir: default_config_dir(), image: None }
     }
 }
 

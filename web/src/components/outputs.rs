@@ -1,5 +1,5 @@
-//! The output tabs: launch scripts, SGLang config YAML, JSON, and the deployment as YAML, each
-//! with copy and download buttons.
+//! The output tabs: launch scripts, SGLang config YAML, JSON, Kubernetes manifests, and the
+//! deployment as YAML, each with copy and download buttons.
 
 use std::rc::Rc;
 

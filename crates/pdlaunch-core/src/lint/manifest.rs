@@ -34,16 +34,38 @@ pub fn scan_documents(docs: &[Node], file: usize, base: &Surroundings, out: &mut
         let mut around = base.clone();
         around.isolated = dialect == Dialect::Kubernetes;
         let metadata = doc.get("metadata");
-        if let Some(name) = metadata.and_then(|m| m.get("name")).and_then(Node::str) {
-            around.hints.push(name.to_ascii_lowercase());
-            if doc.get("kind").and_then(Node::str) == Some("LeaderWorkerSet") {
-                let namespace = metadata.and_then(|m| m.get("namespace")).and_then(Node::str);
-                let ns = namespace.map(|n| format!(".{n}")).unwrap_or_default();
-                around.lws_leader = Some(format!("{name}-0.{name}{ns}"));
-            }
+        let Some(name) = metadata.and_then(|m| m.get("name")).and_then(Node::str) else {
+            walk(doc, file, dialect, &mut around, out, 0);
+            continue;
+        };
+        around.hints.push(name.to_ascii_lowercase());
+        if doc.get("kind").and_then(Node::str) != Some("LeaderWorkerSet") {
+            walk(doc, file, dialect, &mut around, out, 0);
+            continue;
         }
-        walk(doc, file, dialect, &mut around, out, 0);
+        // Each replica of a LeaderWorkerSet is a group of its own, whose leader is `<name>-<group>`.
+        let namespace = metadata.and_then(|m| m.get("namespace")).and_then(Node::str);
+        let ns = namespace.map(|n| format!(".{n}")).unwrap_or_default();
+        for group in 0..lws_groups(doc) {
+            around.lws_leader = Some(format!("{name}-{group}.{name}{ns}"));
+            walk(doc, file, dialect, &mut around, out, 0);
+        }
     }
+}
+
+/// The most pods of all groups of one LeaderWorkerSet read.
+const MAX_LWS_PODS: u32 = 256;
+
+/// The groups of a LeaderWorkerSet read: its `replicas` (1 when not a number), at most as many as
+/// keep its pods within [`MAX_LWS_PODS`].
+fn lws_groups(doc: &Node) -> u32 {
+    let spec = doc.get("spec");
+    let number = |n: Option<&Node>| n.and_then(Node::str).and_then(|s| s.trim().parse::<u32>().ok());
+    let replicas = number(spec.and_then(|s| s.get("replicas"))).unwrap_or(1);
+    let size = number(spec.and_then(|s| s.get("leaderWorkerTemplate")).and_then(|t| t.get("size")))
+        .unwrap_or(1)
+        .clamp(1, MAX_LWS_GROUP);
+    replicas.min(MAX_LWS_PODS / size)
 }
 
 /// Keys whose values name a role.
@@ -144,7 +166,7 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
                             around.env.push((pods.vars.1.to_owned(), rank.to_string()));
                             // The leader's address tells the groups of two LeaderWorkerSets apart.
                             if let (LWS_VARS, Some(leader)) = (pods.vars, &around.lws_leader) {
-                                around.env.push(("LWS_LEADER_ADDRESS".to_owned(), leader.clone()));
+                                around.env.push((LWS_LEADER.to_owned(), leader.clone()));
                             }
                             walk(v, file, dialect, around, out, depth + 1);
                             around.env.truncate(env_len);
@@ -176,6 +198,10 @@ const MAX_LWS_GROUP: u32 = 64;
 const LWS_VARS: (&str, &str) = ("LWS_GROUP_SIZE", "LWS_WORKER_INDEX");
 const RBG_LWP_VARS: (&str, &str) = ("RBG_LWP_GROUP_SIZE", "RBG_LWP_WORKER_INDEX");
 const INDEX_VARS: [&str; 2] = [LWS_VARS.1, RBG_LWP_VARS.1];
+const LWS_LEADER: &str = "LWS_LEADER_ADDRESS";
+/// The variables a leader-worker controller gives each pod, which the linter sets as it reads
+/// the pods: the pods' environment, but not the deployment's.
+pub const POD_VARS: [&str; 5] = [LWS_VARS.0, LWS_VARS.1, LWS_LEADER, RBG_LWP_VARS.0, RBG_LWP_VARS.1];
 
 /// The pods that one template of a leader-worker group starts.
 struct Pods {
@@ -288,7 +314,9 @@ fn container(keys: &Keys, file: usize, dialect: Dialect, around: &mut Surroundin
                         if let (Some(n), Some(v)) =
                             (item.get("name").and_then(Node::str), item.get("value").and_then(Node::str))
                         {
-                            around.env.push((n.to_owned(), v.to_owned()));
+                            let v =
+                                if dialect == Dialect::Kubernetes { env_value(v, &around.env) } else { v.to_owned() };
+                            around.env.push((n.to_owned(), v));
                         }
                     }
                     Node::Scalar(s) => {
@@ -316,6 +344,35 @@ fn container(keys: &Keys, file: usize, dialect: Dialect, around: &mut Surroundin
     around.env.truncate(env_len);
     around.release = release;
     around.version = version;
+}
+
+/// A Kubernetes `env` value as the container gets it: `$$` is `$`, and `$(VAR)` is the value of a
+/// variable set before it (kept as written when unknown).
+fn env_value(v: &str, env: &[(String, String)]) -> String {
+    if !v.contains('$') {
+        return v.to_owned();
+    }
+    let mut out = String::with_capacity(v.len());
+    let mut rest = v;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        if let Some(r) = after.strip_prefix('$') {
+            out.push('$');
+            rest = r;
+        } else if let Some((name, r)) = after.strip_prefix('(').and_then(|a| a.split_once(')')) {
+            match env.iter().rev().find(|(k, _)| k == name) {
+                Some((_, value)) => out.push_str(value),
+                None => out.push_str(&rest[at..at + name.len() + 3]),
+            }
+            rest = r;
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The words of a container's command: `command` then `args` (Kubernetes), `entrypoint` then
@@ -510,6 +567,37 @@ mod tests {
             $(LWS_GROUP_SIZE), --node-rank, $(LWS_WORKER_INDEX)]\n"
         );
         assert_eq!(scan(&nested).len(), MAX_LWS_GROUP as usize);
+    }
+
+    /// Each replica of a LeaderWorkerSet is a group of pods whose leader is `<name>-<group>`.
+    #[test]
+    fn leader_worker_set_replicas_are_groups_of_their_own() {
+        let lws = |replicas: &str, size: u32| {
+            format!(
+                "apiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nmetadata: {{name: p, namespace: ns}}\n\
+                 spec:\n  replicas: {replicas}\n  leaderWorkerTemplate:\n    size: {size}\n    workerTemplate:\n      \
+                 spec:\n        containers:\n        - command: [python3, -m, sglang.launch_server, --dist-init-addr, \
+                 '$(LWS_LEADER_ADDRESS):5000', --node-rank, $(LWS_WORKER_INDEX)]\n"
+            )
+        };
+        let pods = |text: &str| -> Vec<String> {
+            scan(text).iter().map(|l| format!("{} {}", l.args[1].text, l.args[3].text)).collect()
+        };
+        assert_eq!(pods(&lws("2", 2)), ["p-0.p.ns:5000 0", "p-0.p.ns:5000 1", "p-1.p.ns:5000 0", "p-1.p.ns:5000 1"]);
+        assert_eq!(pods(&lws("three", 1)), ["p-0.p.ns:5000 0"]);
+        assert!(pods(&lws("0", 1)).is_empty());
+        assert_eq!(scan(&lws("1000000", 64)).len(), MAX_LWS_PODS as usize);
+    }
+
+    /// Kubernetes reads `$$` in an environment value as `$`, and `$(VAR)` as a variable set
+    /// before it.
+    #[test]
+    fn environment_values_are_expanded_as_kubernetes_does() {
+        let env = [("A".to_owned(), "1".to_owned())];
+        assert_eq!(env_value("x$$(A)$(A)$(B)$$$", &env), "x$(A)1$(B)$$");
+        assert_eq!(env_value("$", &env), "$");
+        assert_eq!(env_value("$(A", &env), "$(A");
+        assert_eq!(env_value("plain", &env), "plain");
     }
 
     #[test]

@@ -205,7 +205,7 @@ fn deployment() -> impl Strategy<Value = Deployment> {
         name: "rt".into(),
         sglang_version: Release::LATEST,
         router_version: RouterRelease::LATEST,
-        launcher: Launcher { python: r.5.to_owned(), config_dir: ".".into() },
+        launcher: Launcher { python: r.5.to_owned(), config_dir: ".".into(), image: None },
         model: {
             let mut model = bare_model(&m.0);
             model.tokenizer = m.1;

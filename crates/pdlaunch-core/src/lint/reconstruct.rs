@@ -442,9 +442,11 @@ impl<'a> Builder<'a> {
 
     fn env(&mut self) {
         let group = self.group;
+        // Names a shell can export, and not those a leader-worker controller sets in its pods.
         let valid = |k: &str| {
             k.bytes().next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
                 && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                && !super::manifest::POD_VARS.contains(&k)
         };
         // A contiguous `CUDA_VISIBLE_DEVICES` becomes the node's `base_gpu_id` (`pin_gpus`).
         let valid = |k: &str, env: &std::collections::BTreeMap<String, String>| {

@@ -1,16 +1,20 @@
 //! Output formats, all views of one [`Plan`]: `shell` (one bash script per process), `json` (argv
-//! and environment per process, for other tools) and `sglang-config` (one SGLang `--config` YAML
-//! per role plus the short command lines that load it).
+//! and environment per process, for other tools), `sglang-config` (one SGLang `--config` YAML
+//! per role plus the short command lines that load it) and `kubernetes` (LeaderWorkerSets and the
+//! router, from the plan of the deployment placed on pods).
 
 mod config;
 mod json;
+mod kubernetes;
 mod shell;
 
 pub use config::render_config;
 pub use json::render_json;
+pub use kubernetes::render_kubernetes;
 pub use shell::{quote, render_shell};
 
-use crate::plan::Plan;
+use crate::deployment::Deployment;
+use crate::plan::{plan, Plan};
 
 /// One generated file.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -32,17 +36,21 @@ pub enum Format {
     Json,
     /// SGLang `--config` YAML per role, plus scripts that load it.
     SglangConfig,
+    /// Kubernetes manifests: a LeaderWorkerSet per side (or per instance), the router's
+    /// Deployment and Service.
+    Kubernetes,
 }
 
 impl Format {
     /// Every format.
-    pub const ALL: [Format; 3] = [Format::Shell, Format::Json, Format::SglangConfig];
+    pub const ALL: [Format; 4] = [Format::Shell, Format::Json, Format::SglangConfig, Format::Kubernetes];
     /// The name used on the command line.
     pub fn as_str(self) -> &'static str {
         match self {
             Format::Shell => "shell",
             Format::Json => "json",
             Format::SglangConfig => "sglang-config",
+            Format::Kubernetes => "kubernetes",
         }
     }
     /// Why this format cannot target `release`, if it cannot.
@@ -60,13 +68,17 @@ impl Format {
     }
 }
 
-/// Renders a plan in a format.
-pub fn render(plan: &Plan, format: Format) -> Vec<RenderedFile> {
-    match format {
-        Format::Shell => render_shell(plan),
-        Format::Json => vec![render_json(plan)],
-        Format::SglangConfig => render_config(plan),
+/// Renders a deployment in a format, or says why the format cannot render it.
+pub fn render(d: &Deployment, format: Format) -> Result<Vec<RenderedFile>, String> {
+    if let Some(reason) = format.unsupported_reason(d.sglang_version) {
+        return Err(reason);
     }
+    Ok(match format {
+        Format::Shell => render_shell(&plan(d)),
+        Format::Json => vec![render_json(&plan(d))],
+        Format::SglangConfig => render_config(&plan(d)),
+        Format::Kubernetes => vec![render_kubernetes(d)?],
+    })
 }
 
 /// Concatenates files for a single stream (stdout): each preceded by a `# ==> name <==` line.

@@ -683,9 +683,8 @@ mod edge_values {
                         accepted += 1;
                         let run = std::panic::catch_unwind(|| {
                             let _ = super::check(&d);
-                            let plan = crate::plan::plan(&d);
-                            for format in [Format::Shell, Format::Json, Format::SglangConfig] {
-                                let _ = render(&plan, format);
+                            for format in Format::ALL {
+                                let _ = render(&d, format);
                             }
                         });
                         if run.is_err() {

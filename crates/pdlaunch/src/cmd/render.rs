@@ -2,7 +2,6 @@
 
 use std::path::{Path, PathBuf};
 
-use pdlaunch_core::plan::plan;
 use pdlaunch_core::render::{bundle, render, Format, RenderedFile};
 use pdlaunch_core::rules::{check, Severity};
 
@@ -13,8 +12,8 @@ use crate::style::Style;
 pub struct Args {
     /// Deployment file (YAML or JSON), or `-` for stdin.
     pub file: String,
-    /// Output format: shell, json or sglang-config.
-    #[arg(short, long, default_value = "shell", value_parser = ["shell", "json", "sglang-config"])]
+    /// Output format: shell, json, sglang-config or kubernetes.
+    #[arg(short, long, default_value = "shell", value_parser = ["shell", "json", "sglang-config", "kubernetes"])]
     pub format: String,
     /// Write one file per process into this directory instead of printing.
     #[arg(short, long)]
@@ -45,10 +44,7 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
         }
     }
     let format = Format::parse(&args.format).expect("clap restricts the value");
-    if let Some(reason) = format.unsupported_reason(loaded.deployment.sglang_version) {
-        return Err(reason.into());
-    }
-    let files = render(&plan(&loaded.deployment), format);
+    let files = render(&loaded.deployment, format)?;
     match &args.out {
         None => print!("{}", bundle(&files)),
         Some(dir) => write_all(dir, &files)?,
