@@ -23,8 +23,8 @@ use crate::plan::{plan, Plan, ServerProcess};
 const LEADER_ADDRESS: &str = "$(LWS_LEADER_ADDRESS)";
 /// The pod's index in its group (0 on the leader).
 const WORKER_INDEX: &str = "$(LWS_WORKER_INDEX)";
-/// Longest pod (host) name Kubernetes accepts: a DNS label.
-const MAX_NAME: usize = 63;
+/// Longest StatefulSet name whose pods Kubernetes can label with their revision.
+const MAX_STATEFUL_SET: usize = 52;
 
 /// One LeaderWorkerSet: instances of one side, a group each.
 struct Set {
@@ -117,15 +117,16 @@ fn pod_name(set: &str, g: usize, k: usize) -> String {
     }
 }
 
+/// A LeaderWorkerSet makes a StatefulSet per group, `<set>-<group>`, whose pods Kubernetes
+/// labels with its name and an 11-character revision hash in at most 63 characters (its pods,
+/// `<set>-<group>-<k>`, are then short enough too).
 fn check_pod_names(d: &Deployment, sets: &[Set]) -> Result<(), String> {
     for set in sets {
-        let last = set.instances.len() - 1;
-        let nodes = set.instances.iter().map(|&i| d.side(set.role).instances[i].nodes.len()).max().unwrap_or(1);
-        let longest = pod_name(&set.name, last, nodes.saturating_sub(1));
-        if longest.len() > MAX_NAME {
+        let longest = format!("{}-{}", set.name, set.instances.len() - 1);
+        if longest.len() > MAX_STATEFUL_SET {
             return Err(format!(
-                "`name` ({:?}) gives pod names up to {} characters (`{longest}`), over Kubernetes' {MAX_NAME}; \
-                 shorten the deployment's name",
+                "`name` ({:?}) gives StatefulSet names up to {} characters (`{longest}`), over the \
+                 {MAX_STATEFUL_SET} Kubernetes allows; shorten the deployment's name",
                 d.name,
                 longest.len()
             ));
@@ -530,10 +531,10 @@ mod tests {
             let err = render_kubernetes(&d).unwrap_err();
             assert!(err.starts_with("`name`") && err.contains("DNS label"), "{bad}: {err}");
         }
-        d.name = "a".repeat(60);
+        d.name = "a".repeat(43);
         let err = render_kubernetes(&d).unwrap_err();
-        assert!(err.contains("over Kubernetes' 63"), "{err}");
-        d.name = "a".repeat(40);
+        assert!(err.contains("StatefulSet names up to 53 characters") && err.contains("over the 52"), "{err}");
+        d.name = "a".repeat(42);
         assert!(render_kubernetes(&d).is_ok());
     }
 
