@@ -12,12 +12,11 @@
 //! written `$$`, which Kubernetes turns back into `$`, so no value is expanded on the way to
 //! SGLang's argv.
 
-use serde_json::{json, Value};
-
 use super::{header, RenderedFile};
 use crate::deployment::{Deployment, Role};
 use crate::flags::{self, Flag};
 use crate::plan::{plan, Plan, ServerProcess};
+use crate::yaml_value;
 
 /// The leader's address in a LeaderWorkerSet pod.
 const LEADER_ADDRESS: &str = "$(LWS_LEADER_ADDRESS)";
@@ -47,6 +46,8 @@ struct Layout {
     plan: Plan,
     /// One per set.
     templates: Vec<Template>,
+    /// The servers' image.
+    image: String,
 }
 
 /// Why the pods of a set cannot share a template.
@@ -59,7 +60,7 @@ enum Differs {
 
 /// Renders the deployment as one multi-document YAML file (`<name>.kubernetes.yaml`).
 pub fn render_kubernetes(d: &Deployment) -> Result<RenderedFile, String> {
-    manifest(d, &layout(d)?)
+    Ok(manifest(d, &layout(d)?))
 }
 
 /// One LeaderWorkerSet per side, or per instance of a side whose instances start differently.
@@ -71,7 +72,7 @@ fn layout(d: &Deployment) -> Result<Layout, String> {
         check_pod_names(d, &sets)?;
         let plan = plan(&place(d, &sets));
         match templates(&plan, &sets) {
-            Ok(templates) => return Ok(Layout { sets, plan, templates }),
+            Ok(templates) => return Ok(Layout { sets, plan, templates, image: image(d)? }),
             Err(Differs::Instances(role)) if !apart[role as usize] => apart[role as usize] = true,
             Err(Differs::Instances(role)) => unreachable!("a {role} set of one instance has no other instance"),
             Err(Differs::Nodes(why)) => return Err(why),
@@ -235,18 +236,71 @@ fn difference(plan: &Plan, t: &Template, p: &ServerProcess, argv: &[String]) -> 
     None
 }
 
-fn labels(d: &Deployment, component: &str) -> Value {
-    json!({
-        "app.kubernetes.io/name": "sglang",
-        "app.kubernetes.io/instance": d.name,
-        "app.kubernetes.io/component": component,
-    })
-}
+/// YAML text, written line by line: strings through the core's YAML scalar writer, so that each
+/// reads back as the very string (`'8998'` stays a string, a newline stays a newline).
+struct Yaml(String);
 
-/// Sets a container's `env` (left out when empty).
-fn set_env(container: &mut Value, env: &std::collections::BTreeMap<String, String>) {
-    if !env.is_empty() {
-        container["env"] = env.iter().map(|(k, v)| json!({"name": k, "value": escape(v)})).collect();
+impl Yaml {
+    fn line(&mut self, indent: usize, text: &str) {
+        self.0.extend(std::iter::repeat_n(' ', indent));
+        self.0.push_str(text);
+        self.0.push('\n');
+    }
+    /// `key:`, a collection following.
+    fn key(&mut self, indent: usize, key: &str) {
+        self.line(indent, &format!("{key}:"));
+    }
+    /// `key: value`, a string value.
+    fn pair(&mut self, indent: usize, key: &str, value: &str) {
+        self.line(indent, &format!("{key}: {}", yaml_value::string(value)));
+    }
+    /// `key: 8`, a number or boolean.
+    fn plain(&mut self, indent: usize, key: &str, value: impl std::fmt::Display) {
+        self.line(indent, &format!("{key}: {value}"));
+    }
+    /// `- value`, a string item.
+    fn item(&mut self, indent: usize, value: &str) {
+        self.line(indent, &format!("- {}", yaml_value::string(value)));
+    }
+    /// `- key: value`, the first entry of a mapping in a list; the others follow at `indent + 2`.
+    fn first(&mut self, indent: usize, key: &str, value: &str) {
+        self.line(indent, &format!("- {key}: {}", yaml_value::string(value)));
+    }
+    fn metadata(&mut self, indent: usize, d: &Deployment, name: Option<&str>, component: &str) {
+        self.key(indent, "metadata");
+        if let Some(name) = name {
+            self.pair(indent + 2, "name", name);
+        }
+        self.key(indent + 2, "labels");
+        self.labels(indent + 4, d, component);
+    }
+    fn labels(&mut self, indent: usize, d: &Deployment, component: &str) {
+        self.pair(indent, "app.kubernetes.io/name", "sglang");
+        self.pair(indent, "app.kubernetes.io/instance", &d.name);
+        self.pair(indent, "app.kubernetes.io/component", component);
+    }
+    /// A container's `env` (left out when empty).
+    fn env(&mut self, indent: usize, env: &std::collections::BTreeMap<String, String>) {
+        if !env.is_empty() {
+            self.key(indent, "env");
+            for (k, v) in env {
+                self.first(indent, "name", k);
+                self.pair(indent + 2, "value", &escape(v));
+            }
+        }
+    }
+    /// A container's `ports`, the first probed for readiness.
+    fn ports(&mut self, indent: usize, ports: &[(&str, u16)]) {
+        let Some((_, probed)) = ports.first() else { return };
+        self.key(indent, "ports");
+        for (name, port) in ports {
+            self.first(indent, "name", name);
+            self.plain(indent + 2, "containerPort", port);
+        }
+        self.key(indent, "readinessProbe");
+        self.key(indent + 2, "tcpSocket");
+        self.plain(indent + 4, "port", probed);
+        self.plain(indent + 2, "periodSeconds", 10);
     }
 }
 
@@ -277,112 +331,146 @@ fn local_paths(d: &Deployment) -> Vec<&str> {
     paths
 }
 
-fn pod_spec(d: &Deployment, image: &str, set: &Set, p: &ServerProcess, argv: &[String], leader: bool) -> Value {
-    let gpu_resource = if d.side(set.role).gpu.is_some_and(|g| g.is_hip()) { "amd.com/gpu" } else { "nvidia.com/gpu" };
-    let rdma = d.side(set.role).instances[set.instances[0]].nodes.iter().any(|n| n.ib_device.is_some());
-    let paths = local_paths(d);
-    let mut mounts = vec![json!({"name": "dshm", "mountPath": "/dev/shm"})];
-    let mut volumes = vec![json!({"name": "dshm", "emptyDir": {"medium": "Memory"}})];
-    for (k, path) in paths.iter().enumerate() {
-        mounts.push(json!({"name": format!("local-{k}"), "mountPath": path, "readOnly": true}));
-        volumes.push(json!({"name": format!("local-{k}"), "hostPath": {"path": path}}));
+/// A pod template of a set (`indent` is that of its `metadata`); the leader serves the ports.
+fn pod(y: &mut Yaml, indent: usize, d: &Deployment, layout: &Layout, k: usize, leader: bool) {
+    let (set, t) = (&layout.sets[k], &layout.templates[k]);
+    let (p, argv) = (&layout.plan.servers[t.server], &t.argv);
+    let side = d.side(set.role);
+    let rdma = side.instances[set.instances[0]].nodes.iter().any(|n| n.ib_device.is_some());
+    let value = |flag: &'static Flag| {
+        p.args.iter().find(|a| is(a.flag, flag)).and_then(|a| a.tokens.get(1)).and_then(|v| v.parse::<u16>().ok())
+    };
+    // Declared so that the scheduler keeps two pods that bind one port (on the host network) off
+    // the same node.
+    let mut ports: Vec<(&str, u16)> = Vec::new();
+    if leader {
+        ports.extend(value(&flags::PORT).map(|port| ("http", port)));
+        if set.role == Role::Prefill {
+            ports.extend(value(&flags::BOOTSTRAP_PORT).map(|port| ("bootstrap", port)));
+        }
+    }
+    // (name, mount path, host path or none for shared memory, read-only)
+    let mut volumes: Vec<(String, &str, Option<&str>, bool)> = vec![("dshm".into(), "/dev/shm", None, false)];
+    for (k, path) in local_paths(d).into_iter().enumerate() {
+        volumes.push((format!("local-{k}"), path, Some(path), true));
     }
     if rdma {
-        mounts.push(json!({"name": "infiniband", "mountPath": "/dev/infiniband"}));
-        volumes.push(json!({"name": "infiniband", "hostPath": {"path": "/dev/infiniband"}}));
+        volumes.push(("infiniband".into(), "/dev/infiniband", Some("/dev/infiniband"), false));
     }
-    let port = p.args.iter().find(|a| is(a.flag, &flags::PORT)).and_then(|a| a.tokens[1].parse::<u16>().ok());
-    let mut container = json!({
-        "name": set.role.as_str(),
-        "image": image,
-        "command": argv,
-        "resources": {"limits": {gpu_resource: p.gpus.1}},
-        "securityContext": if rdma {
-            json!({"privileged": true, "capabilities": {"add": ["IPC_LOCK"]}})
-        } else {
-            json!({"capabilities": {"add": ["IPC_LOCK"]}})
-        },
-        "volumeMounts": mounts,
-    });
-    set_env(&mut container, &p.env);
-    if let (true, Some(port)) = (leader, port) {
-        // Declared so that the scheduler keeps two pods that bind one port (on the host network)
-        // off the same node.
-        let mut ports = vec![json!({"name": "http", "containerPort": port})];
-        if set.role == Role::Prefill {
-            let bootstrap = p.args.iter().find(|a| is(a.flag, &flags::BOOTSTRAP_PORT));
-            if let Some(b) = bootstrap.and_then(|a| a.tokens[1].parse::<u16>().ok()) {
-                ports.push(json!({"name": "bootstrap", "containerPort": b}));
+
+    y.metadata(indent, d, None, set.role.as_str());
+    y.key(indent, "spec");
+    let i = indent + 2;
+    if rdma {
+        y.plain(i, "hostNetwork", true);
+        y.pair(i, "dnsPolicy", "ClusterFirstWithHostNet");
+    }
+    y.key(i, "containers");
+    y.first(i, "name", set.role.as_str());
+    let c = i + 2;
+    y.pair(c, "image", &layout.image);
+    y.key(c, "command");
+    for word in argv {
+        y.item(c, word);
+    }
+    y.env(c, &p.env);
+    y.ports(c, &ports);
+    y.key(c, "resources");
+    y.key(c + 2, "limits");
+    let gpu = if side.gpu.is_some_and(|g| g.is_hip()) { "amd.com/gpu" } else { "nvidia.com/gpu" };
+    y.plain(c + 4, gpu, p.gpus.1);
+    // Registering memory for RDMA pins it; the host's devices need a privileged pod.
+    y.key(c, "securityContext");
+    if rdma {
+        y.plain(c + 2, "privileged", true);
+    }
+    y.key(c + 2, "capabilities");
+    y.key(c + 4, "add");
+    y.item(c + 4, "IPC_LOCK");
+    y.key(c, "volumeMounts");
+    for (name, mount, _, read_only) in &volumes {
+        y.first(c, "name", name);
+        y.pair(c + 2, "mountPath", mount);
+        if *read_only {
+            y.plain(c + 2, "readOnly", true);
+        }
+    }
+    y.key(i, "volumes");
+    for (name, _, host, _) in &volumes {
+        y.first(i, "name", name);
+        match host {
+            None => {
+                y.key(i + 2, "emptyDir");
+                y.pair(i + 4, "medium", "Memory");
+            }
+            Some(path) => {
+                y.key(i + 2, "hostPath");
+                y.pair(i + 4, "path", path);
             }
         }
-        container["ports"] = Value::Array(ports);
-        container["readinessProbe"] = json!({"tcpSocket": {"port": port}, "periodSeconds": 10});
     }
-    let mut spec = json!({"containers": [container], "volumes": volumes});
-    if rdma {
-        spec["hostNetwork"] = json!(true);
-        spec["dnsPolicy"] = json!("ClusterFirstWithHostNet");
-    }
-    json!({"metadata": {"labels": labels(d, set.role.as_str())}, "spec": spec})
 }
 
-fn leader_worker_set(d: &Deployment, image: &str, plan: &Plan, set: &Set, t: &Template) -> Value {
-    let p = &plan.servers[t.server];
-    let mut group = json!({"size": p.nnodes, "restartPolicy": "RecreateGroupOnPodRestart"});
-    if p.nnodes > 1 {
-        group["leaderTemplate"] = pod_spec(d, image, set, p, &t.argv, true);
-        group["workerTemplate"] = pod_spec(d, image, set, p, &t.argv, false);
-    } else {
-        group["workerTemplate"] = pod_spec(d, image, set, p, &t.argv, true);
+fn leader_worker_set(y: &mut Yaml, d: &Deployment, layout: &Layout, k: usize) {
+    let set = &layout.sets[k];
+    let nnodes = layout.plan.servers[layout.templates[k].server].nnodes;
+    y.pair(0, "apiVersion", "leaderworkerset.x-k8s.io/v1");
+    y.pair(0, "kind", "LeaderWorkerSet");
+    y.metadata(0, d, Some(&set.name), set.role.as_str());
+    y.key(0, "spec");
+    y.plain(2, "replicas", set.instances.len());
+    y.key(2, "leaderWorkerTemplate");
+    y.plain(4, "size", nnodes);
+    y.pair(4, "restartPolicy", "RecreateGroupOnPodRestart");
+    if nnodes > 1 {
+        y.key(4, "leaderTemplate");
+        pod(y, 6, d, layout, k, true);
     }
-    json!({
-        "apiVersion": "leaderworkerset.x-k8s.io/v1",
-        "kind": "LeaderWorkerSet",
-        "metadata": {"name": set.name, "labels": labels(d, set.role.as_str())},
-        "spec": {"replicas": set.instances.len(), "leaderWorkerTemplate": group},
-    })
+    y.key(4, "workerTemplate");
+    pod(y, 6, d, layout, k, nnodes == 1);
 }
 
-fn router(d: &Deployment, plan: &Plan) -> [Value; 2] {
+/// The router's Deployment and the Service in front of it.
+fn router(y: &mut Yaml, d: &Deployment, plan: &Plan) {
     let name = format!("{}-router", d.name);
     let port = plan.router.port;
-    let mut container = json!({
-        "name": "router",
-        "image": format!("lmsysorg/sglang-router:v{}", plan.router_release),
-        "command": plan.router_argv().iter().map(|t| escape(t)).collect::<Vec<_>>(),
-        "ports": [{"name": "http", "containerPort": port}],
-        "readinessProbe": {"tcpSocket": {"port": port}, "periodSeconds": 10},
-    });
-    set_env(&mut container, &plan.router.env);
-    [
-        json!({
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": name, "labels": labels(d, "router")},
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": labels(d, "router")},
-                "template": {"metadata": {"labels": labels(d, "router")}, "spec": {"containers": [container]}},
-            },
-        }),
-        json!({
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": name, "labels": labels(d, "router")},
-            "spec": {"selector": labels(d, "router"), "ports": [{"name": "http", "port": port, "targetPort": port}]},
-        }),
-    ]
+    y.pair(0, "apiVersion", "apps/v1");
+    y.pair(0, "kind", "Deployment");
+    y.metadata(0, d, Some(&name), "router");
+    y.key(0, "spec");
+    y.plain(2, "replicas", 1);
+    y.key(2, "selector");
+    y.key(4, "matchLabels");
+    y.labels(6, d, "router");
+    y.key(2, "template");
+    y.metadata(4, d, None, "router");
+    y.key(4, "spec");
+    y.key(6, "containers");
+    y.first(6, "name", "router");
+    y.pair(8, "image", &format!("lmsysorg/sglang-router:v{}", plan.router_release));
+    y.key(8, "command");
+    for word in plan.router_argv() {
+        y.item(8, &escape(&word));
+    }
+    y.env(8, &plan.router.env);
+    y.ports(8, &[("http", port)]);
+    y.line(0, "---");
+    y.pair(0, "apiVersion", "v1");
+    y.pair(0, "kind", "Service");
+    y.metadata(0, d, Some(&name), "router");
+    y.key(0, "spec");
+    y.key(2, "selector");
+    y.labels(4, d, "router");
+    y.key(2, "ports");
+    y.first(2, "name", "http");
+    y.plain(4, "port", port);
+    y.plain(4, "targetPort", port);
 }
 
-fn manifest(d: &Deployment, layout: &Layout) -> Result<RenderedFile, String> {
-    let image = image(d)?;
+fn manifest(d: &Deployment, layout: &Layout) -> RenderedFile {
     let plan = &layout.plan;
-    let mut docs: Vec<Value> = (layout.sets.iter().zip(&layout.templates))
-        .map(|(set, t)| leader_worker_set(d, &image, plan, set, t))
-        .collect();
-    docs.extend(router(d, plan));
-    let mut contents = header(plan);
-    contents.push_str(
+    let mut y = Yaml(header(plan));
+    y.0.push_str(
         "# Needs the LeaderWorkerSet controller (leaderworkerset.x-k8s.io/v1); `kubectl apply -f` this file\n\
          # in one namespace. Each instance is one group of pods, one pod per node, and the router reaches\n\
          # the leaders by their pod names. Pods that use RDMA (`ib_device`) run on the host network.\n\
@@ -390,11 +478,13 @@ fn manifest(d: &Deployment, layout: &Layout) -> Result<RenderedFile, String> {
          # nvidia.com/gpu.product). A Hugging Face model is downloaded by each pod; a local path is\n\
          # mounted from the same path on the node.\n",
     );
-    for doc in docs {
-        contents.push_str("---\n");
-        contents.push_str(&crate::yaml_value::to_string(&doc)?);
+    for k in 0..layout.sets.len() {
+        y.line(0, "---");
+        leader_worker_set(&mut y, d, layout, k);
     }
-    Ok(RenderedFile { name: format!("{}.kubernetes.yaml", d.name), contents, executable: false })
+    y.line(0, "---");
+    router(&mut y, d, plan);
+    RenderedFile { name: format!("{}.kubernetes.yaml", d.name), contents: y.0, executable: false }
 }
 
 #[cfg(test)]
