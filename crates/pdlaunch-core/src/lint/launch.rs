@@ -47,6 +47,8 @@ pub struct Launch {
     /// The version the material names when no known release is that version (`release` is then
     /// the newest known one before it).
     pub version: Option<String>,
+    /// The container image the process runs in, when a manifest names it.
+    pub image: Option<String>,
     /// True when the process runs in its own machine namespace (a Kubernetes pod).
     pub isolated: bool,
     /// Set when `srun` starts this multi-node server on several nodes with the same node rank.
@@ -93,6 +95,8 @@ pub struct Surroundings {
     pub release: Option<crate::release::Release>,
     /// The version named, when it is not a known release's.
     pub version: Option<String>,
+    /// The container image.
+    pub image: Option<String>,
     /// Processes run in their own pod.
     pub isolated: bool,
     /// In a LeaderWorkerSet object: the address LWS gives the leader pod of its first group
@@ -419,6 +423,7 @@ fn new_launch(
         gpu: around.gpu,
         release: around.release,
         version: around.version.clone(),
+        image: around.image.clone(),
         isolated: around.isolated,
         srun_same_rank: None,
         machine: None,

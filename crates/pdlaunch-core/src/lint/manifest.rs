@@ -302,10 +302,12 @@ fn gpu_under(n: &Node, depth: usize) -> Option<crate::deployment::Gpu> {
 /// `around`, which it leaves as it found it.
 fn container(keys: &Keys, file: usize, dialect: Dialect, around: &mut Surroundings, out: &mut Vec<Launch>) {
     let (release, version, env_len) = (around.release, around.version.clone(), around.env.len());
-    if let Some((r, v)) = keys.image.and_then(Node::str).and_then(version_in_image).and_then(release_for) {
+    let image = keys.image.and_then(Node::str);
+    if let Some((r, v)) = image.and_then(version_in_image).and_then(release_for) {
         around.release = Some(r);
         around.version = v;
     }
+    let outer_image = std::mem::replace(&mut around.image, image.map(str::to_owned));
     match keys.env.or(keys.environment) {
         Some(Node::Seq(s)) => {
             for item in &s.items {
@@ -344,6 +346,7 @@ fn container(keys: &Keys, file: usize, dialect: Dialect, around: &mut Surroundin
     around.env.truncate(env_len);
     around.release = release;
     around.version = version;
+    around.image = outer_image;
 }
 
 /// A Kubernetes `env` value as the container gets it: `$$` is `$`, and `$(VAR)` is the value of a

@@ -140,6 +140,13 @@ impl<'a> Builder<'a> {
         }
         let first = &group.servers[0];
         let python = linted.launches[first.launch].python.clone().unwrap_or_else(|| "python3".into());
+        let mut launcher = json!({"python": python});
+        // The servers' image, when they share one other than the one `render` would name.
+        let image = linted.launches[first.launch].image.as_deref();
+        let shared = group.servers.iter().all(|s| linted.launches[s.launch].image.as_deref() == image);
+        if let Some(image) = image.filter(|i| shared && *i != format!("lmsysorg/sglang:v{}", group.release)) {
+            launcher["image"] = json!(image);
+        }
         let model_path = first.view.value("model_path").unwrap_or_else(|| "UNKNOWN-MODEL".into());
         let mut notes = Vec::new();
         if first.view.value("model_path").is_none() {
@@ -149,7 +156,7 @@ impl<'a> Builder<'a> {
             "name": group.name,
             "sglang_version": group.release,
             "router_version": group.router_release,
-            "launcher": {"python": python},
+            "launcher": launcher,
             "model": {"path": model_path},
             "shared": {},
             "prefill": {"instances": []},

@@ -551,6 +551,27 @@ mod tests {
         }
     }
 
+    /// The manifests are a fixed point of linting: the deployment the linter reconstructs from
+    /// them renders the very same manifests.
+    #[test]
+    fn the_reconstructed_deployment_renders_the_same_manifests() {
+        let mut deployments: Vec<Deployment> = EXAMPLES.iter().map(|e| example(e.name).unwrap()).collect();
+        let mut own = example("qwen3-2p1d-nixl").unwrap();
+        own.prefill.instances[1].port = Some(31000);
+        own.launcher.image = Some("registry.local/sglang:v0.5.23-custom".into());
+        let mut local = example("deepseek-v3-dp-deepep").unwrap();
+        local.model.path = "/models/deepseek-v3".into();
+        deployments.extend([own, local]);
+        for d in deployments {
+            let text = rendered(&d);
+            // The reconstructed deployment is named after the file.
+            let linted = lint(&[Input::new(format!("{}.yaml", d.name), text.as_str())], &Options::default());
+            let back = crate::lint::reconstruct::deployment(&linted, 0).unwrap().deployment;
+            assert_eq!(back.launcher.image, d.launcher.image);
+            assert_eq!(rendered(&back), text, "{}", d.name);
+        }
+    }
+
     /// Kubernetes expands `$(VAR)` in commands and environment values: every value reaches the
     /// server as written, whatever it holds.
     #[test]
