@@ -97,11 +97,38 @@ pub struct Surroundings {
     pub version: Option<String>,
     /// The container image.
     pub image: Option<String>,
+    /// The machine the processes run on, when the material names it (a LeaderWorkerSet pod's
+    /// stable name).
+    pub machine: Option<String>,
     /// Processes run in their own pod.
     pub isolated: bool,
-    /// In a LeaderWorkerSet object: the address LWS gives the leader pod of its first group
-    /// (`<name>-0.<name>`, `.<namespace>` when the object names one).
-    pub lws_leader: Option<String>,
+    /// In a LeaderWorkerSet object: the group whose pods are being read.
+    pub lws_group: Option<LwsGroup>,
+}
+
+/// A group of pods of a LeaderWorkerSet.
+#[derive(Clone, Debug)]
+pub struct LwsGroup {
+    /// The LeaderWorkerSet's name (also its headless Service's).
+    pub name: String,
+    /// The group's index.
+    pub group: u32,
+    /// `.<namespace>` when the object names one, else empty.
+    pub namespace: String,
+}
+
+impl LwsGroup {
+    /// The address LWS gives the leader (`LWS_LEADER_ADDRESS`): `<name>-<group>.<name>[.<namespace>]`.
+    pub fn leader_address(&self) -> String {
+        format!("{}-{}.{}{}", self.name, self.group, self.name, self.namespace)
+    }
+    /// The name pods of the namespace reach pod `index` of the group by: `<name>-<group>[-<index>].<name>`.
+    pub fn pod(&self, index: u32) -> String {
+        match index {
+            0 => format!("{}-{}.{}", self.name, self.group, self.name),
+            _ => format!("{}-{}-{index}.{}", self.name, self.group, self.name),
+        }
+    }
 }
 
 /// Modules that start an SGLang server. Dynamo's SGLang worker (`dynamo.sglang`) takes SGLang's
@@ -426,7 +453,7 @@ fn new_launch(
         image: around.image.clone(),
         isolated: around.isolated,
         srun_same_rank: None,
-        machine: None,
+        machine: around.machine.clone(),
         scope: None,
     }
 }

@@ -4,7 +4,7 @@
 //! is any mapping with `command` or `args`; its role hints come from the names around it.
 
 use super::launch::{
-    gpu_in_text, release_for, scan_scripts, scan_shell, take_launch, version_in_image, Launch, Surroundings,
+    gpu_in_text, release_for, scan_scripts, scan_shell, take_launch, version_in_image, Launch, LwsGroup, Surroundings,
 };
 use super::shell::{Lexer, Vars};
 use super::source::{Embed, SrcMap, Word};
@@ -45,9 +45,9 @@ pub fn scan_documents(docs: &[Node], file: usize, base: &Surroundings, out: &mut
         }
         // Each replica of a LeaderWorkerSet is a group of its own, whose leader is `<name>-<group>`.
         let namespace = metadata.and_then(|m| m.get("namespace")).and_then(Node::str);
-        let ns = namespace.map(|n| format!(".{n}")).unwrap_or_default();
+        let namespace = namespace.map(|n| format!(".{n}")).unwrap_or_default();
         for group in 0..lws_groups(doc) {
-            around.lws_leader = Some(format!("{name}-{group}.{name}{ns}"));
+            around.lws_group = Some(LwsGroup { name: name.to_owned(), group, namespace: namespace.clone() });
             walk(doc, file, dialect, &mut around, out, 0);
         }
     }
@@ -164,12 +164,16 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
                             let env_len = around.env.len();
                             around.env.push((pods.vars.0.to_owned(), pods.size.to_string()));
                             around.env.push((pods.vars.1.to_owned(), rank.to_string()));
-                            // The leader's address tells the groups of two LeaderWorkerSets apart.
-                            if let (LWS_VARS, Some(leader)) = (pods.vars, &around.lws_leader) {
-                                around.env.push((LWS_LEADER.to_owned(), leader.clone()));
+                            // The leader's address tells the groups of two LeaderWorkerSets apart;
+                            // each pod is a machine of its own, named `<name>-<group>[-<index>]`.
+                            let machine = around.machine.clone();
+                            if let (LWS_VARS, Some(lws)) = (pods.vars, &around.lws_group) {
+                                around.env.push((LWS_LEADER.to_owned(), lws.leader_address()));
+                                around.machine = Some(lws.pod(rank));
                             }
                             walk(v, file, dialect, around, out, depth + 1);
                             around.env.truncate(env_len);
+                            around.machine = machine;
                         }
                     }
                     None => walk(v, file, dialect, around, out, depth + 1),

@@ -502,9 +502,13 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
         crate::sort::sort_by_key(&mut entries, |e| (rank(e), e.launch));
         assign_instances(&mut entries, files, launches);
         for e in &mut entries {
-            e.view.host = match &router {
-                Some(r) => server_host(&e.view, e.view.role.or(e.intended), &r.view),
-                None => e.view.explicit("host").filter(|h| !is_wildcard(h)).unwrap_or_default(),
+            let l = &launches[e.launch];
+            let explicit = e.view.explicit("host").filter(|h| !is_wildcard(h));
+            let guess = router.as_ref().map(|r| server_host(&e.view, e.view.role.or(e.intended), &r.view));
+            e.view.host = match (explicit, l.machine.as_deref().filter(|_| l.isolated)) {
+                (Some(host), _) => host,
+                (None, Some(pod)) => pod_host(&e.view, pod, guess, router.as_ref().map(|r| &r.view)),
+                (None, None) => guess.unwrap_or_default(),
             };
             // Else the machine the material starts it on (an srun's node).
             if e.view.host.is_empty() {
@@ -540,6 +544,25 @@ fn bare_model(path: &str) -> crate::deployment::Model {
 /// An empty view, left behind when a server's view moves into its group.
 fn placeholder_view(release: Release) -> ServerView {
     ServerView::new(String::new(), String::new(), Vec::new(), Vec::new(), BTreeMap::new(), None, release)
+}
+
+/// The address of a server in a pod with a name of its own (`<pod>.<service>`, a
+/// LeaderWorkerSet's), which binds all addresses: the router's spelling of the pod's name (the
+/// namespace and `svc.cluster.local` may follow it), else the router entry the port names when it
+/// names the pod's Service, else the pod's name. Replicas share a port, so an entry of the port
+/// that names another pod is not this one's.
+fn pod_host(v: &ServerView, pod: &str, guess: Option<String>, r: Option<&RouterView>) -> String {
+    let names =
+        |host: &str, name: &str| host.strip_prefix(name).is_some_and(|rest| rest.is_empty() || rest.starts_with('.'));
+    let service = pod.split_once('.').map_or(pod, |(_, s)| s);
+    let mut entries = r.into_iter().flat_map(|r| r.prefills.iter().chain(&r.decodes));
+    if let Some(e) = entries.find(|e| Some(e.port) == v.port() && names(&e.host, pod)) {
+        return e.host.clone();
+    }
+    match guess {
+        Some(guess) if names(&guess, service) => guess,
+        _ => pod.to_owned(),
+    }
 }
 
 fn loopback(h: &str) -> bool {

@@ -731,3 +731,41 @@ fn a_release_between_known_ones_is_read_with_the_one_before_and_said() {
     let l = run(&[("compose.yaml", &newer("lmsysorg/sglang:v0.5.6.post2"))]);
     assert!(codes(&l).contains(&"PD024"), "{:#?}", l.findings);
 }
+
+/// The replicas of a LeaderWorkerSet are instances on pods of their own, named after the object
+/// and the group: replicas sharing a port are told apart, a router entry may name the pod in any
+/// form that resolves in the cluster, and a literal rendezvous address they share is an error.
+#[test]
+fn leader_worker_set_replicas_are_instances_on_pods_of_their_own() {
+    let two = crate::render::render_kubernetes(&crate::examples::example("qwen3-2p1d-nixl").unwrap()).unwrap().contents;
+    let l = run(&[("k8s.yaml", &two)]);
+    assert_eq!(l.launches.len(), 4);
+    assert!(codes(&l).is_empty(), "{:#?}", l.findings);
+    let hosts: Vec<&str> = l.groups[0].servers.iter().map(|s| s.view.host.as_str()).collect();
+    assert_eq!(
+        hosts,
+        [
+            "qwen3-2p1d-nixl-prefill-0.qwen3-2p1d-nixl-prefill",
+            "qwen3-2p1d-nixl-prefill-1.qwen3-2p1d-nixl-prefill",
+            "qwen3-2p1d-nixl-decode-0.qwen3-2p1d-nixl-decode"
+        ]
+    );
+    // In a namespace, and with the router naming the pods by their full names.
+    let ns = two
+        .replace("\nmetadata:\n  name:", "\nmetadata:\n  namespace: prod\n  name:")
+        .replace("-prefill:30000", "-prefill.prod.svc.cluster.local:30000");
+    assert!(codes(&run(&[("k8s.yaml", &ns)])).is_empty());
+    // One literal rendezvous address for every group: the groups would meet at one leader.
+    let mut d = crate::examples::example("deepseek-v3-dp-deepep").unwrap();
+    d.prefill.instances.push(d.prefill.instances[0].clone());
+    let text = crate::render::render_kubernetes(&d).unwrap().contents.replace("$(LWS_LEADER_ADDRESS)", "10.0.0.1");
+    let l = run(&[("k8s.yaml", &text)]);
+    assert_eq!(l.launches.len(), 7);
+    let found: Vec<&str> = l
+        .findings
+        .iter()
+        .filter(|f| f.finding.severity == Severity::Error)
+        .map(|f| f.finding.message.as_str())
+        .collect();
+    assert!(!found.is_empty() && found.iter().all(|m| m.contains("ports 5000-5006 on host 10.0.0.1")), "{found:#?}");
+}
