@@ -317,12 +317,18 @@ fn container(keys: &Keys, file: usize, dialect: Dialect, around: &mut Surroundin
             for item in &s.items {
                 match item {
                     Node::Map(_) => {
-                        if let (Some(n), Some(v)) =
-                            (item.get("name").and_then(Node::str), item.get("value").and_then(Node::str))
+                        if let (Some(n), Some(Node::Scalar(v))) =
+                            (item.get("name").and_then(Node::str), item.get("value"))
                         {
-                            let v =
-                                if dialect == Dialect::Kubernetes { env_value(v, &around.env) } else { v.to_owned() };
-                            around.env.push((n.to_owned(), v));
+                            // Kubernetes expands a value as it does a command's words.
+                            let value = match v.text.contains('$') && dialect == Dialect::Kubernetes {
+                                true => {
+                                    expand_dollars(item_word(v, file, Embed::Generated, true), v, dialect, &around.env)
+                                        .text
+                                }
+                                false => v.text.to_string(),
+                            };
+                            around.env.push((n.to_owned(), value));
                         }
                     }
                     Node::Scalar(s) => {
@@ -351,35 +357,6 @@ fn container(keys: &Keys, file: usize, dialect: Dialect, around: &mut Surroundin
     around.release = release;
     around.version = version;
     around.image = outer_image;
-}
-
-/// A Kubernetes `env` value as the container gets it: `$$` is `$`, and `$(VAR)` is the value of a
-/// variable set before it (kept as written when unknown).
-fn env_value(v: &str, env: &[(String, String)]) -> String {
-    if !v.contains('$') {
-        return v.to_owned();
-    }
-    let mut out = String::with_capacity(v.len());
-    let mut rest = v;
-    while let Some(at) = rest.find('$') {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 1..];
-        if let Some(r) = after.strip_prefix('$') {
-            out.push('$');
-            rest = r;
-        } else if let Some((name, r)) = after.strip_prefix('(').and_then(|a| a.split_once(')')) {
-            match env.iter().rev().find(|(k, _)| k == name) {
-                Some((_, value)) => out.push_str(value),
-                None => out.push_str(&rest[at..at + name.len() + 3]),
-            }
-            rest = r;
-        } else {
-            out.push('$');
-            rest = after;
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 /// The words of a container's command: `command` then `args` (Kubernetes), `entrypoint` then
@@ -597,14 +574,15 @@ mod tests {
     }
 
     /// Kubernetes reads `$$` in an environment value as `$`, and `$(VAR)` as a variable set
-    /// before it.
+    /// before it, as in a command's words.
     #[test]
     fn environment_values_are_expanded_as_kubernetes_does() {
-        let env = [("A".to_owned(), "1".to_owned())];
-        assert_eq!(env_value("x$$(A)$(A)$(B)$$$", &env), "x$(A)1$(B)$$");
-        assert_eq!(env_value("$", &env), "$");
-        assert_eq!(env_value("$(A", &env), "$(A");
-        assert_eq!(env_value("plain", &env), "plain");
+        let text = "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - env:\n    - {name: A, value: '1'}\n    \
+                    - {name: B, value: 'x$$(A)$(A)$(C)$$$'}\n    - {name: D, value: $}\n    \
+                    command: [python3, -m, sglang.launch_server]\n";
+        let env = &scan(text)[0].env;
+        assert!(env.contains(&("B".to_owned(), "x$(A)1$(C)$$".to_owned())), "{env:?}");
+        assert!(env.contains(&("D".to_owned(), "$".to_owned())), "{env:?}");
     }
 
     #[test]
