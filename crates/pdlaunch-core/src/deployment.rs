@@ -627,6 +627,10 @@ pub struct Router {
     /// Router flags pdlaunch does not model, checked against the router release's spec.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extra_args: Vec<String>,
+    /// Container image of the router in the `kubernetes` format (default: the router's image of
+    /// `router_version`, `lmsysorg/sglang-router:v<version>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
 }
 
 fn default_router_host() -> String {
@@ -647,6 +651,7 @@ impl Default for Router {
             mini_lb: false,
             env: BTreeMap::new(),
             extra_args: Vec::new(),
+            image: None,
         }
     }
 }

@@ -138,6 +138,7 @@ mod tests {
             "Node.gpus_installed",     // GPU accounting only
             "Router.env",              // environment
             "Router.extra_args",       // verbatim argv
+            "Router.image",            // the router's container in the `kubernetes` format
         ];
         let v = schema_value(Dialect::Draft07);
         for def in ["Model", "Shared", "Speculative", "Side", "HiCache", "Instance", "Node", "Router"] {

@@ -144,7 +144,7 @@ impl<'a> Builder<'a> {
         // The servers' image, when they share one other than the one `render` would name.
         let image = linted.launches[first.launch].image.as_deref();
         let shared = group.servers.iter().all(|s| linted.launches[s.launch].image.as_deref() == image);
-        if let Some(image) = image.filter(|i| shared && *i != format!("lmsysorg/sglang:v{}", group.release)) {
+        if let Some(image) = image.filter(|i| shared && *i != crate::render::default_image(group.release)) {
             launcher["image"] = json!(image);
         }
         let model_path = first.view.value("model_path").unwrap_or_else(|| "UNKNOWN-MODEL".into());
@@ -536,10 +536,15 @@ impl<'a> Builder<'a> {
         if !extra.is_empty() {
             router.insert("extra_args".into(), Value::Array(extra.into_iter().map(Value::String).collect()));
         }
+        let launch = &self.linted.launches[r.launch];
         let mut env = Map::new();
-        env.extend(self.linted.launches[r.launch].env.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))));
+        env.extend(launch.env.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))));
         if !env.is_empty() {
             router.insert("env".into(), Value::Object(env));
+        }
+        let default_image = crate::render::default_router_image(self.group.router_release);
+        if let Some(image) = launch.image.as_deref().filter(|i| *i != default_image) {
+            router.insert("image".into(), Value::String(image.to_owned()));
         }
         let mut trial = self.doc.clone();
         trial["router"] = Value::Object(router);

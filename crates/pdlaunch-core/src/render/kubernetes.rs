@@ -304,6 +304,11 @@ impl Yaml {
     }
 }
 
+/// The image `render` names for the servers of a release when the deployment names none.
+pub(crate) fn default_image(release: crate::release::Release) -> String {
+    format!("lmsysorg/sglang:v{release}")
+}
+
 /// The server image, or why there is none.
 fn image(d: &Deployment) -> Result<String, String> {
     if let Some(image) = &d.launcher.image {
@@ -314,8 +319,13 @@ fn image(d: &Deployment) -> Result<String, String> {
             "`{role}.gpu` is an AMD GPU, and SGLang's ROCm images are tagged by GPU family; set `launcher.image` \
              to the image the pods run"
         )),
-        None => Ok(format!("lmsysorg/sglang:v{}", d.sglang_version)),
+        None => Ok(default_image(d.sglang_version)),
     }
+}
+
+/// The image `render` names for the router of a release when the deployment names none.
+pub(crate) fn default_router_image(release: crate::release::RouterRelease) -> String {
+    format!("lmsysorg/sglang-router:v{release}")
 }
 
 /// The absolute local paths the servers read (model, tokenizer, draft model): each is mounted
@@ -447,7 +457,7 @@ fn router(y: &mut Yaml, d: &Deployment, plan: &Plan) {
     y.key(4, "spec");
     y.key(6, "containers");
     y.first(6, "name", "router");
-    y.pair(8, "image", &format!("lmsysorg/sglang-router:v{}", plan.router_release));
+    y.pair(8, "image", &d.router.image.clone().unwrap_or_else(|| default_router_image(d.router_version)));
     y.key(8, "command");
     for word in plan.router_argv() {
         y.item(8, &escape(&word));
@@ -559,6 +569,7 @@ mod tests {
         let mut own = example("qwen3-2p1d-nixl").unwrap();
         own.prefill.instances[1].port = Some(31000);
         own.launcher.image = Some("registry.local/sglang:v0.5.23-custom".into());
+        own.router.image = Some("registry.local/router:1".into());
         let mut local = example("deepseek-v3-dp-deepep").unwrap();
         local.model.path = "/models/deepseek-v3".into();
         deployments.extend([own, local]);
@@ -567,7 +578,7 @@ mod tests {
             // The reconstructed deployment is named after the file.
             let linted = lint(&[Input::new(format!("{}.yaml", d.name), text.as_str())], &Options::default());
             let back = crate::lint::reconstruct::deployment(&linted, 0).unwrap().deployment;
-            assert_eq!(back.launcher.image, d.launcher.image);
+            assert_eq!((&back.launcher.image, &back.router.image), (&d.launcher.image, &d.router.image));
             assert_eq!(rendered(&back), text, "{}", d.name);
         }
     }

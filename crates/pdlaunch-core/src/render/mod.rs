@@ -11,6 +11,7 @@ mod shell;
 pub use config::render_config;
 pub use json::render_json;
 pub use kubernetes::render_kubernetes;
+pub(crate) use kubernetes::{default_image, default_router_image};
 pub use shell::{quote, render_shell};
 
 use crate::deployment::Deployment;
