@@ -347,17 +347,20 @@ fn pod(y: &mut Yaml, indent: usize, d: &Deployment, layout: &Layout, k: usize, l
     let (p, argv) = (&layout.plan.servers[t.server], &t.argv);
     let side = d.side(set.role);
     let rdma = side.instances[set.instances[0]].nodes.iter().any(|n| n.ib_device.is_some());
-    let value = |flag: &'static Flag| {
-        p.args.iter().find(|a| is(a.flag, flag)).and_then(|a| a.tokens.get(1)).and_then(|v| v.parse::<u16>().ok())
+    // The port a flag's value ends with (`30000`, `host:5000`).
+    let port = |flag: &'static Flag| {
+        let value = p.args.iter().find(|a| is(a.flag, flag)).and_then(|a| a.tokens.get(1))?;
+        value.rsplit(':').next()?.parse::<u16>().ok()
     };
     // Declared so that the scheduler keeps two pods that bind one port (on the host network) off
-    // the same node.
+    // the same node: the leader's HTTP, bootstrap and rendezvous ports (the first of its block).
     let mut ports: Vec<(&str, u16)> = Vec::new();
     if leader {
-        ports.extend(value(&flags::PORT).map(|port| ("http", port)));
+        ports.extend(port(&flags::PORT).map(|port| ("http", port)));
         if set.role == Role::Prefill {
-            ports.extend(value(&flags::BOOTSTRAP_PORT).map(|port| ("bootstrap", port)));
+            ports.extend(port(&flags::BOOTSTRAP_PORT).map(|port| ("bootstrap", port)));
         }
+        ports.extend(port(&flags::DIST_INIT_ADDR).map(|port| ("rendezvous", port)));
     }
     // (name, mount path, host path or none for shared memory, read-only)
     let mut volumes: Vec<(String, &str, Option<&str>, bool)> = vec![("dshm".into(), "/dev/shm", None, false)];
