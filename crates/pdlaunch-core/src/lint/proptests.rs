@@ -471,6 +471,7 @@ fn fuzz_whole_linter_on_mutated_fixtures() {
         ("compose.yaml", include_str!("../../../../tests/fixtures/lint/docker-compose.yaml")),
         ("ome.yaml", include_str!("../../../../tests/fixtures/lint/ome-llama-runtime.yaml")),
         ("recipe.yaml", include_str!("../../../../tests/fixtures/lint/srtctl-qwen3-2p2d.yaml")),
+        ("k8s.yaml", rendered_leader_worker_sets()),
     ];
     let n = cases(400);
     let mut total = 0;
@@ -486,6 +487,15 @@ fn fuzz_whole_linter_on_mutated_fixtures() {
         total += n;
     }
     eprintln!("fuzz whole linter: {total} mutated fixtures, no panic");
+}
+
+/// The Kubernetes manifests of a deployment with multi-node instances, two of them on the
+/// prefill side (LeaderWorkerSet replicas), leaked for the fixtures' lifetime.
+fn rendered_leader_worker_sets() -> &'static str {
+    let mut d = crate::examples::example("deepseek-v3-dp-deepep").expect("example");
+    d.prefill.instances.push(d.prefill.instances[0].clone());
+    let text = crate::render::render_kubernetes(&d).expect("renders").contents;
+    Box::leak(text.into_boxed_str())
 }
 
 /// Edge values (zero, negative, huge, not-a-number) of every numeric option, on either side or
