@@ -60,12 +60,14 @@ const MAX_LWS_PODS: u32 = 256;
 /// keep its pods within [`MAX_LWS_PODS`].
 fn lws_groups(doc: &Node) -> u32 {
     let spec = doc.get("spec");
-    let number = |n: Option<&Node>| n.and_then(Node::str).and_then(|s| s.trim().parse::<u32>().ok());
-    let replicas = number(spec.and_then(|s| s.get("replicas"))).unwrap_or(1);
-    let size = number(spec.and_then(|s| s.get("leaderWorkerTemplate")).and_then(|t| t.get("size")))
-        .unwrap_or(1)
-        .clamp(1, MAX_LWS_GROUP);
-    replicas.min(MAX_LWS_PODS / size)
+    let replicas = spec.and_then(|s| s.get("replicas")).and_then(count).unwrap_or(1);
+    let size = spec.and_then(|s| s.get("leaderWorkerTemplate")).and_then(|t| t.get("size")).and_then(count);
+    replicas.min(MAX_LWS_PODS / size.unwrap_or(1).clamp(1, MAX_LWS_GROUP))
+}
+
+/// A count in a manifest (`replicas`, `size`), written plain or quoted.
+fn count(n: &Node) -> Option<u32> {
+    n.str()?.trim().parse().ok()
 }
 
 /// Keys whose values name a role.
@@ -229,7 +231,7 @@ struct Pods {
 fn group_pods(node: &Node, key: &str, value: &Node) -> Option<Pods> {
     let size_of = |n: Option<&Node>| match n {
         None => Some(1),
-        Some(n) => n.str()?.trim().parse::<u32>().ok().filter(|s| *s >= 1),
+        Some(n) => count(n).filter(|s| *s >= 1),
     };
     let patches_containers = |group: &Node, patches: [&str; 2]| {
         patches.iter().any(|p| group.get(p).and_then(|t| t.get("spec")).and_then(|s| s.get("containers")).is_some())
