@@ -39,6 +39,9 @@ pub struct Deployment {
     /// The router in front of both pools.
     #[serde(default)]
     pub router: Router,
+    /// Cluster settings of the `kubernetes` format's objects and pods.
+    #[serde(default, skip_serializing_if = "Kubernetes::is_empty")]
+    pub kubernetes: Kubernetes,
 }
 
 /// How a process is started.
@@ -67,6 +70,43 @@ fn default_config_dir() -> String {
 impl Default for Launcher {
     fn default() -> Self {
         Launcher { python: default_python(), config_dir: default_config_dir(), image: None }
+    }
+}
+
+/// Cluster settings of the `kubernetes` format: where its objects go, which nodes the server pods
+/// run on, and what they read from the cluster. Other formats ignore them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Kubernetes {
+    /// Namespace of every object (default: the one `kubectl apply` is given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Node labels the server pods require, such as GPU Feature Discovery's
+    /// `nvidia.com/gpu.product: NVIDIA-H200`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    /// Node taints the server pods tolerate, written as `kubectl taint` writes them:
+    /// `key=value:Effect`, `key:Effect` (any value), or `key` (any value and effect).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<String>,
+    /// Server environment variables read from Secrets, as `<secret>/<key>`: for a gated Hugging
+    /// Face model, `HF_TOKEN: hf-token/token`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub secret_env: BTreeMap<String, String>,
+    /// Where the server pods keep downloaded weights, mounted as the Hugging Face cache
+    /// (`/root/.cache/huggingface`) so that a restarted pod does not download them again: a
+    /// PersistentVolumeClaim's name, or an absolute path on the node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_cache: Option<String>,
+    /// Secrets holding the credentials of a private image registry.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub image_pull_secrets: Vec<String>,
+}
+
+impl Kubernetes {
+    /// True when nothing is set (the section is then left out when written).
+    pub fn is_empty(&self) -> bool {
+        *self == Kubernetes::default()
     }
 }
 

@@ -59,6 +59,9 @@ pub struct Launch {
     /// Set when the material describes one whole deployment (an srtctl recipe): its launches
     /// form a deployment of their own, never joined with launches from elsewhere.
     pub scope: Option<Scope>,
+    /// The cluster settings of the pod the process runs in, when a manifest gives any, in the
+    /// words of the deployment's `kubernetes` section.
+    pub kubernetes: Option<Arc<crate::deployment::Kubernetes>>,
 }
 
 /// A whole deployment's material: one recipe, or one variant of a recipe with overrides.
@@ -104,6 +107,19 @@ pub struct Surroundings {
     pub isolated: bool,
     /// In a LeaderWorkerSet object: the group whose pods are being read.
     pub lws_group: Option<LwsGroup>,
+    /// In a Kubernetes object: its namespace and the settings of the pod being read.
+    pub pod: Option<Arc<Pod>>,
+    /// The cluster settings of the container being read.
+    pub kubernetes: Option<Arc<crate::deployment::Kubernetes>>,
+}
+
+/// What a Kubernetes object and pod spec set beside their containers.
+#[derive(Clone, Debug, Default)]
+pub struct Pod {
+    /// The namespace, node selector, tolerations and pull secrets, as a deployment writes them.
+    pub kubernetes: crate::deployment::Kubernetes,
+    /// The pod's volumes a container may mount as its model cache: (name, source).
+    pub volumes: Vec<(String, crate::render::cluster::Volume)>,
 }
 
 /// A group of pods of a LeaderWorkerSet.
@@ -455,6 +471,7 @@ fn new_launch(
         srun_same_rank: None,
         machine: around.machine.clone(),
         scope: None,
+        kubernetes: around.kubernetes.clone(),
     }
 }
 

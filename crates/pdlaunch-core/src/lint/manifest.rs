@@ -3,12 +3,16 @@
 //! services' `mainContainer`s), and docker-compose services' `entrypoint`/`command`. A container
 //! is any mapping with `command` or `args`; its role hints come from the names around it.
 
+use std::sync::Arc;
+
 use super::launch::{
-    gpu_in_text, release_for, scan_scripts, scan_shell, take_launch, version_in_image, Launch, LwsGroup, Surroundings,
+    gpu_in_text, release_for, scan_scripts, scan_shell, take_launch, version_in_image, Launch, LwsGroup, Pod,
+    Surroundings,
 };
 use super::shell::{Lexer, Vars};
 use super::source::{Embed, SrcMap, Word};
 use super::yaml::{Map, Node, Scalar};
+use crate::render::cluster::{self, Toleration, Volume, MODEL_CACHE_MOUNT};
 
 /// How `$` in list items is read.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -34,6 +38,12 @@ pub fn scan_documents(docs: &[Node], file: usize, base: &Surroundings, out: &mut
         let mut around = base.clone();
         around.isolated = dialect == Dialect::Kubernetes;
         let metadata = doc.get("metadata");
+        let namespace = metadata.and_then(|m| m.get("namespace")).and_then(Node::str);
+        if let Some(ns) = namespace.filter(|ns| around.isolated && cluster::is_label(ns)) {
+            let mut pod = Pod::default();
+            pod.kubernetes.namespace = Some(ns.to_owned());
+            around.pod = Some(Arc::new(pod));
+        }
         let Some(name) = metadata.and_then(|m| m.get("name")).and_then(Node::str) else {
             walk(doc, file, dialect, &mut around, out, 0);
             continue;
@@ -44,7 +54,6 @@ pub fn scan_documents(docs: &[Node], file: usize, base: &Surroundings, out: &mut
             continue;
         }
         // Each replica of a LeaderWorkerSet is a group of its own, whose leader is `<name>-<group>`.
-        let namespace = metadata.and_then(|m| m.get("namespace")).and_then(Node::str);
         let namespace = namespace.map(|n| format!(".{n}")).unwrap_or_default();
         for group in 0..lws_groups(doc) {
             around.lws_group = Some(LwsGroup { name: name.to_owned(), group, namespace: namespace.clone() });
@@ -90,6 +99,12 @@ struct Keys<'n, 'a> {
     command: Option<&'n Node<'a>>,
     args: Option<&'n Node<'a>>,
     entrypoint: Option<&'n Node<'a>>,
+    volume_mounts: Option<&'n Node<'a>>,
+    // The values of the keys of a pod spec that the deployment's `kubernetes` section writes.
+    node_selector: Option<&'n Node<'a>>,
+    tolerations: Option<&'n Node<'a>>,
+    pull_secrets: Option<&'n Node<'a>>,
+    volumes: Option<&'n Node<'a>>,
 }
 
 impl<'n, 'a> Keys<'n, 'a> {
@@ -113,7 +128,26 @@ impl<'n, 'a> Keys<'n, 'a> {
                     keys.environment = Some(v);
                     continue;
                 }
+                "volumeMounts" => {
+                    keys.volume_mounts = Some(v);
+                    continue;
+                }
+                "tolerations" => {
+                    keys.tolerations = Some(v);
+                    continue;
+                }
+                "imagePullSecrets" => {
+                    keys.pull_secrets = Some(v);
+                    continue;
+                }
+                "volumes" => {
+                    keys.volumes = Some(v);
+                    continue;
+                }
                 key => {
+                    if key == "nodeSelector" {
+                        keys.node_selector = Some(v);
+                    }
                     if let Some(i) = ROLE_KEYS.iter().position(|r| key == *r) {
                         keys.roles[i] = Some(v);
                     } else if keys.gpu.is_none() && names_gpu(key) {
@@ -135,8 +169,13 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
     }
     match node {
         Node::Map(m) => {
-            let saved = (around.hints.len(), around.gpu);
+            let saved = (around.hints.len(), around.gpu, around.pod.clone());
             let keys = Keys::of(m);
+            if dialect == Dialect::Kubernetes {
+                if let Some(pod) = pod_settings(&keys, around.pod.as_deref()) {
+                    around.pod = Some(Arc::new(pod));
+                }
+            }
             for v in keys.roles.into_iter().flatten().filter_map(Node::str) {
                 push_hint(&mut around.hints, v);
             }
@@ -184,6 +223,7 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
             }
             around.hints.truncate(saved.0);
             around.gpu = saved.1;
+            around.pod = saved.2;
         }
         Node::Seq(s) => {
             for item in &s.items {
@@ -304,6 +344,78 @@ fn gpu_under(n: &Node, depth: usize) -> Option<crate::deployment::Gpu> {
     }
 }
 
+/// The settings of a pod spec (`keys`) inside an object (`outer`: its namespace), as the
+/// deployment's `kubernetes` section writes them; `None` when it sets none. What that section
+/// cannot say (a selector value no label can have, a toleration of every key) is left out.
+fn pod_settings(keys: &Keys, outer: Option<&Pod>) -> Option<Pod> {
+    keys.node_selector.or(keys.tolerations).or(keys.pull_secrets).or(keys.volumes)?;
+    let mut pod = Pod { kubernetes: outer.map(|p| p.kubernetes.clone()).unwrap_or_default(), volumes: Vec::new() };
+    let k = &mut pod.kubernetes;
+    if let Some(Node::Map(m)) = keys.node_selector {
+        for (key, v) in &m.entries {
+            if let Some(v) = v.str().filter(|v| cluster::is_label_key(&key.text) && cluster::is_label_value(v)) {
+                k.node_selector.insert(key.text.to_string(), v.to_owned());
+            }
+        }
+    }
+    for t in keys.tolerations.map(Node::items).unwrap_or_default() {
+        let field = |name: &str| t.get(name).and_then(Node::str);
+        if let Some(t) = field("key")
+            .and_then(|key| Toleration::from_manifest(key, field("operator"), field("value"), field("effect")))
+        {
+            k.tolerations.push(t.to_string());
+        }
+    }
+    for s in keys.pull_secrets.map(Node::items).unwrap_or_default() {
+        if let Some(name) = s.get("name").and_then(Node::str).filter(|n| cluster::is_subdomain(n)) {
+            k.image_pull_secrets.push(name.to_owned());
+        }
+    }
+    for v in keys.volumes.map(Node::items).unwrap_or_default() {
+        let source = |key: &str, field: &str| v.get(key).and_then(|s| s.get(field)).and_then(Node::str);
+        let volume = match (source("persistentVolumeClaim", "claimName"), source("hostPath", "path")) {
+            (Some(claim), _) if cluster::is_subdomain(claim) => Volume::Claim(claim.to_owned()),
+            (None, Some(path)) if path.starts_with('/') => Volume::Host(path.to_owned()),
+            _ => continue,
+        };
+        if let Some(name) = v.get("name").and_then(Node::str) {
+            pod.volumes.push((name.to_owned(), volume));
+        }
+    }
+    Some(pod)
+}
+
+/// The cluster settings of a container: its pod's, its variables read from Secrets, and the
+/// volume it mounts as the Hugging Face cache. `None` when there are none.
+fn container_settings(keys: &Keys, pod: Option<&Pod>) -> Option<crate::deployment::Kubernetes> {
+    let mut k = pod.map(|p| p.kubernetes.clone()).unwrap_or_default();
+    for item in keys.env.map(Node::items).unwrap_or_default() {
+        let secret = item.get("valueFrom").and_then(|v| v.get("secretKeyRef"));
+        let field = |name: &str| secret.and_then(|s| s.get(name)).and_then(Node::str);
+        if let (Some(var), Some(name), Some(key)) = (item.get("name").and_then(Node::str), field("name"), field("key"))
+        {
+            k.secret_env.insert(var.to_owned(), format!("{name}/{key}"));
+        }
+    }
+    let cache = keys.volume_mounts.map(Node::items).unwrap_or_default().iter().find_map(|m| {
+        (m.get("mountPath").and_then(Node::str) == Some(MODEL_CACHE_MOUNT))
+            .then(|| m.get("name").and_then(Node::str))?
+    });
+    if let (Some(name), Some(pod)) = (cache, pod) {
+        k.model_cache = pod.volumes.iter().find(|(n, _)| n == name).map(|(_, v)| match v {
+            Volume::Claim(claim) => claim.clone(),
+            Volume::Host(path) => path.clone(),
+        });
+    }
+    // Only what the section can say: the renderer checks it as it checks a deployment's.
+    k.secret_env.retain(|var, from| {
+        let one =
+            crate::deployment::Kubernetes { secret_env: [(var.clone(), from.clone())].into(), ..Default::default() };
+        cluster::cluster(&one).is_ok()
+    });
+    (!k.is_empty()).then_some(k)
+}
+
 /// Scans one container's command with its image's release and its environment added to
 /// `around`, which it leaves as it found it.
 fn container(keys: &Keys, file: usize, dialect: Dialect, around: &mut Surroundings, out: &mut Vec<Launch>) {
@@ -314,6 +426,11 @@ fn container(keys: &Keys, file: usize, dialect: Dialect, around: &mut Surroundin
         around.version = v;
     }
     let outer_image = std::mem::replace(&mut around.image, image.map(str::to_owned));
+    let settings = match dialect {
+        Dialect::Kubernetes => container_settings(keys, around.pod.as_deref()).map(Arc::new),
+        Dialect::Compose => None,
+    };
+    let outer_settings = std::mem::replace(&mut around.kubernetes, settings);
     match keys.env.or(keys.environment) {
         Some(Node::Seq(s)) => {
             for item in &s.items {
@@ -359,6 +476,7 @@ fn container(keys: &Keys, file: usize, dialect: Dialect, around: &mut Surroundin
     around.release = release;
     around.version = version;
     around.image = outer_image;
+    around.kubernetes = outer_settings;
 }
 
 /// The words of a container's command: `command` then `args` (Kubernetes), `entrypoint` then
@@ -577,6 +695,40 @@ mod tests {
 
     /// Kubernetes reads `$$` in an environment value as `$`, and `$(VAR)` as a variable set
     /// before it, as in a command's words.
+    /// A hand-written pod's cluster settings, in the deployment's words: what the `kubernetes`
+    /// section cannot say is left out, and a container has its own secrets and mounts.
+    #[test]
+    fn pod_settings_are_read_in_the_deployments_words() {
+        let text = "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: decode, namespace: llm}\nspec:\n  template:\n    spec:\n      \
+                    nodeSelector: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3, bad key: x}\n      \
+                    tolerations:\n      - {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}\n      \
+                    - {operator: Exists}\n      - {key: pool, value: llm}\n      \
+                    imagePullSecrets: [{name: regcred}]\n      \
+                    volumes:\n      - {name: hf, hostPath: {path: /data/hf}}\n      - {name: shm, emptyDir: {}}\n      \
+                    containers:\n      - name: decode\n        \
+                    env:\n        - {name: HF_TOKEN, valueFrom: {secretKeyRef: {name: hf-token, key: token}}}\n        \
+                    - {name: X, valueFrom: {fieldRef: {fieldPath: status.podIP}}}\n        \
+                    volumeMounts: [{name: hf, mountPath: /root/.cache/huggingface}]\n        \
+                    command: [python3, -m, sglang.launch_server, --port, '30001']\n      \
+                    - name: sidecar\n        command: [python3, -m, sglang.launch_server, --port, '30002']\n";
+        let l = scan(text);
+        assert_eq!(l.len(), 2);
+        let k = l[0].kubernetes.as_deref().unwrap();
+        assert_eq!(k.namespace.as_deref(), Some("llm"));
+        assert_eq!(k.node_selector, [("nvidia.com/gpu.product".to_owned(), "NVIDIA-H100-80GB-HBM3".to_owned())].into());
+        assert_eq!(k.tolerations, ["nvidia.com/gpu:NoSchedule", "pool=llm"]);
+        assert_eq!(k.image_pull_secrets, ["regcred"]);
+        assert_eq!(k.secret_env, [("HF_TOKEN".to_owned(), "hf-token/token".to_owned())].into());
+        assert_eq!(k.model_cache.as_deref(), Some("/data/hf"));
+        assert!(!l[0].env.iter().any(|(k, _)| k == "HF_TOKEN"));
+        let sidecar = l[1].kubernetes.as_deref().unwrap();
+        assert!(sidecar.secret_env.is_empty() && sidecar.model_cache.is_none() && sidecar.namespace == k.namespace);
+        // Compose has no pods.
+        let compose = "services:\n  decode:\n    volumes: [/data/hf:/root/.cache/huggingface]\n    \
+                       command: python3 -m sglang.launch_server\n";
+        assert!(scan(compose)[0].kubernetes.is_none());
+    }
+
     #[test]
     fn environment_values_are_expanded_as_kubernetes_does() {
         let text = "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - env:\n    - {name: A, value: '1'}\n    \

@@ -245,6 +245,7 @@ fn deployment() -> impl Strategy<Value = Deployment> {
             extra_args: r.4.iter().flat_map(|a| a.iter().map(|s| (*s).to_owned())).collect(),
             ..Router::default()
         },
+        kubernetes: Default::default(),
     })
 }
 

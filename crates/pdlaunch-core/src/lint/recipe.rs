@@ -419,6 +419,7 @@ fn scan_one(doc: &Node, file: usize, base: &Surroundings, scope: Scope, out: &mu
                     srun_same_rank: None,
                     machine: Some(node),
                     scope: scope.clone(),
+                    kubernetes: None,
                 });
             }
             if disaggregated {
@@ -473,6 +474,7 @@ fn router(
         srun_same_rank: None,
         machine: Some("node0".into()),
         scope,
+        kubernetes: None,
     }
 }
 

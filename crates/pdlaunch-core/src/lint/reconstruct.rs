@@ -162,6 +162,13 @@ impl<'a> Builder<'a> {
             "prefill": {"instances": []},
             "decode": {"instances": []},
         });
+        // The servers' cluster settings, when they share them.
+        let k = linted.launches[first.launch].kubernetes.as_deref();
+        if let Some(k) =
+            k.filter(|_| group.servers.iter().all(|s| linted.launches[s.launch].kubernetes.as_deref() == k))
+        {
+            doc["kubernetes"] = crate::load::to_value(k);
+        }
         // The built-in model the rules used, so that checking the deployment uses it too.
         if let Some(p) = group.preset {
             doc["model"]["preset"] = json!(p.name);

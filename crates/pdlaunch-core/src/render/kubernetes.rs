@@ -12,6 +12,7 @@
 //! written `$$`, which Kubernetes turns back into `$`, so no value is expanded on the way to
 //! SGLang's argv.
 
+use super::cluster::{cluster, is_label, Cluster, Volume, MODEL_CACHE_MOUNT};
 use super::{header, RenderedFile};
 use crate::deployment::{Deployment, Role};
 use crate::flags::{self, Flag};
@@ -48,6 +49,8 @@ struct Layout {
     templates: Vec<Template>,
     /// The servers' image.
     image: String,
+    /// The `kubernetes` section.
+    cluster: Cluster,
 }
 
 /// Why the pods of a set cannot share a template.
@@ -66,13 +69,17 @@ pub fn render_kubernetes(d: &Deployment) -> Result<RenderedFile, String> {
 /// One LeaderWorkerSet per side, or per instance of a side whose instances start differently.
 fn layout(d: &Deployment) -> Result<Layout, String> {
     check_name(&d.name)?;
+    let cluster = cluster(&d.kubernetes)?;
     let mut apart = [false; 2];
     loop {
         let sets = sets(d, apart);
         check_pod_names(d, &sets)?;
         let plan = plan(&place(d, &sets));
         match templates(&plan, &sets) {
-            Ok(templates) => return Ok(Layout { sets, plan, templates, image: image(d)? }),
+            Ok(templates) => {
+                check_secret_env(&plan, &cluster)?;
+                return Ok(Layout { sets, plan, templates, image: image(d)?, cluster });
+            }
             Err(Differs::Instances(role)) if !apart[role as usize] => apart[role as usize] = true,
             Err(Differs::Instances(role)) => unreachable!("a {role} set of one instance has no other instance"),
             Err(Differs::Nodes(why)) => return Err(why),
@@ -82,11 +89,7 @@ fn layout(d: &Deployment) -> Result<Layout, String> {
 
 /// The deployment name names every object: it must be a DNS label.
 fn check_name(name: &str) -> Result<(), String> {
-    let b = name.as_bytes();
-    let ok = b.first().is_some_and(u8::is_ascii_lowercase)
-        && b.last().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-');
-    if ok {
+    if is_label(name) && name.as_bytes()[0].is_ascii_lowercase() {
         Ok(())
     } else {
         Err(format!(
@@ -94,6 +97,21 @@ fn check_name(name: &str) -> Result<(), String> {
              letters, digits and `-`, starting with a letter and ending with a letter or digit; rename the deployment"
         ))
     }
+}
+
+/// A variable read from a Secret must not also have a plain value: Kubernetes would keep the one
+/// written last, silently.
+fn check_secret_env(plan: &Plan, cluster: &Cluster) -> Result<(), String> {
+    for (var, ..) in &cluster.secret_env {
+        if let Some(p) = plan.servers.iter().find(|p| p.env.contains_key(var)) {
+            return Err(format!(
+                "`kubernetes.secret_env.{var}` reads a Secret, but the {} servers also set `{var}` in `env`; \
+                 keep one of the two",
+                p.role
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn sets(d: &Deployment, apart: [bool; 2]) -> Vec<Set> {
@@ -270,6 +288,9 @@ impl Yaml {
         self.key(indent, "metadata");
         if let Some(name) = name {
             self.pair(indent + 2, "name", name);
+            if let Some(ns) = &d.kubernetes.namespace {
+                self.pair(indent + 2, "namespace", ns);
+            }
         }
         self.key(indent + 2, "labels");
         self.labels(indent + 4, d, component);
@@ -279,13 +300,34 @@ impl Yaml {
         self.pair(indent, "app.kubernetes.io/instance", &d.name);
         self.pair(indent, "app.kubernetes.io/component", component);
     }
-    /// A container's `env` (left out when empty).
-    fn env(&mut self, indent: usize, env: &std::collections::BTreeMap<String, String>) {
-        if !env.is_empty() {
+    /// A container's `env`: values, then variables read from Secrets (left out when empty).
+    fn env(
+        &mut self,
+        indent: usize,
+        env: &std::collections::BTreeMap<String, String>,
+        secrets: &[(String, String, String)],
+    ) {
+        if !env.is_empty() || !secrets.is_empty() {
             self.key(indent, "env");
             for (k, v) in env {
                 self.first(indent, "name", k);
                 self.pair(indent + 2, "value", &escape(v));
+            }
+            for (var, secret, key) in secrets {
+                self.first(indent, "name", var);
+                self.key(indent + 2, "valueFrom");
+                self.key(indent + 4, "secretKeyRef");
+                self.pair(indent + 6, "name", secret);
+                self.pair(indent + 6, "key", key);
+            }
+        }
+    }
+    /// A pod's `imagePullSecrets` (left out when empty).
+    fn pull_secrets(&mut self, indent: usize, secrets: &[String]) {
+        if !secrets.is_empty() {
+            self.key(indent, "imagePullSecrets");
+            for s in secrets {
+                self.first(indent, "name", s);
             }
         }
     }
@@ -362,13 +404,18 @@ fn pod(y: &mut Yaml, indent: usize, d: &Deployment, layout: &Layout, k: usize, l
         }
         ports.extend(port(&flags::DIST_INIT_ADDR).map(|port| ("rendezvous", port)));
     }
-    // (name, mount path, host path or none for shared memory, read-only)
-    let mut volumes: Vec<(String, &str, Option<&str>, bool)> = vec![("dshm".into(), "/dev/shm", None, false)];
+    let cluster = &layout.cluster;
+    let host = |path: &str| Some(Volume::Host(path.to_owned()));
+    // (name, mount path, source or none for shared memory, read-only)
+    let mut volumes: Vec<(String, &str, Option<Volume>, bool)> = vec![("dshm".into(), "/dev/shm", None, false)];
     for (k, path) in local_paths(d).into_iter().enumerate() {
-        volumes.push((format!("local-{k}"), path, Some(path), true));
+        volumes.push((format!("local-{k}"), path, host(path), true));
+    }
+    if let Some(cache) = &cluster.model_cache {
+        volumes.push(("model-cache".into(), MODEL_CACHE_MOUNT, Some(cache.clone()), false));
     }
     if rdma {
-        volumes.push(("infiniband".into(), "/dev/infiniband", Some("/dev/infiniband"), false));
+        volumes.push(("infiniband".into(), "/dev/infiniband", host("/dev/infiniband"), false));
     }
 
     y.metadata(indent, d, None, set.role.as_str());
@@ -378,6 +425,29 @@ fn pod(y: &mut Yaml, indent: usize, d: &Deployment, layout: &Layout, k: usize, l
         y.plain(i, "hostNetwork", true);
         y.pair(i, "dnsPolicy", "ClusterFirstWithHostNet");
     }
+    if !cluster.node_selector.is_empty() {
+        y.key(i, "nodeSelector");
+        for (key, value) in &cluster.node_selector {
+            y.pair(i + 2, key, value);
+        }
+    }
+    if !cluster.tolerations.is_empty() {
+        y.key(i, "tolerations");
+        for t in &cluster.tolerations {
+            y.first(i, "key", &t.key);
+            match &t.value {
+                Some(value) => {
+                    y.pair(i + 2, "operator", "Equal");
+                    y.pair(i + 2, "value", value);
+                }
+                None => y.pair(i + 2, "operator", "Exists"),
+            }
+            if let Some(effect) = &t.effect {
+                y.pair(i + 2, "effect", effect);
+            }
+        }
+    }
+    y.pull_secrets(i, &cluster.image_pull_secrets);
     y.key(i, "containers");
     y.first(i, "name", set.role.as_str());
     let c = i + 2;
@@ -386,7 +456,7 @@ fn pod(y: &mut Yaml, indent: usize, d: &Deployment, layout: &Layout, k: usize, l
     for word in argv {
         y.item(c, word);
     }
-    y.env(c, &p.env);
+    y.env(c, &p.env, &cluster.secret_env);
     y.ports(c, &ports);
     y.key(c, "resources");
     y.key(c + 2, "limits");
@@ -409,16 +479,20 @@ fn pod(y: &mut Yaml, indent: usize, d: &Deployment, layout: &Layout, k: usize, l
         }
     }
     y.key(i, "volumes");
-    for (name, _, host, _) in &volumes {
+    for (name, _, source, _) in &volumes {
         y.first(i, "name", name);
-        match host {
+        match source {
             None => {
                 y.key(i + 2, "emptyDir");
                 y.pair(i + 4, "medium", "Memory");
             }
-            Some(path) => {
+            Some(Volume::Host(path)) => {
                 y.key(i + 2, "hostPath");
                 y.pair(i + 4, "path", path);
+            }
+            Some(Volume::Claim(name)) => {
+                y.key(i + 2, "persistentVolumeClaim");
+                y.pair(i + 4, "claimName", name);
             }
         }
     }
@@ -458,6 +532,7 @@ fn router(y: &mut Yaml, d: &Deployment, plan: &Plan) {
     y.key(2, "template");
     y.metadata(4, d, None, "router");
     y.key(4, "spec");
+    y.pull_secrets(6, &d.kubernetes.image_pull_secrets);
     y.key(6, "containers");
     y.first(6, "name", "router");
     y.pair(8, "image", &d.router.image.clone().unwrap_or_else(|| default_router_image(d.router_version)));
@@ -465,7 +540,7 @@ fn router(y: &mut Yaml, d: &Deployment, plan: &Plan) {
     for word in plan.router_argv() {
         y.item(8, &escape(&word));
     }
-    y.env(8, &plan.router.env);
+    y.env(8, &plan.router.env, &[]);
     y.ports(8, &[("http", port)]);
     y.line(0, "---");
     y.pair(0, "apiVersion", "v1");
@@ -487,10 +562,25 @@ fn manifest(d: &Deployment, layout: &Layout) -> RenderedFile {
         "# Needs the LeaderWorkerSet controller (leaderworkerset.x-k8s.io/v1); `kubectl apply -f` this file\n\
          # in one namespace. Each instance is one group of pods, one pod per node, and the router reaches\n\
          # the leaders by their pod names. Pods that use RDMA (`ib_device`) run on the host network.\n\
-         # Pods are not pinned to a GPU model: add a nodeSelector for your cluster's labels (such as\n\
-         # nvidia.com/gpu.product). A Hugging Face model is downloaded by each pod; a local path is\n\
-         # mounted from the same path on the node.\n",
+         # A local model path is mounted from the same path on the node.\n",
     );
+    let k = &layout.cluster;
+    if k.node_selector.is_empty() {
+        y.0.push_str(
+            "# The servers are not pinned to a GPU model: set `kubernetes.node_selector` to your cluster's\n\
+             # labels (such as nvidia.com/gpu.product).\n",
+        );
+    }
+    let downloaded = !d.model.path.starts_with('/');
+    if downloaded && k.model_cache.is_none() {
+        y.0.push_str(
+            "# Each server pod downloads the model whenever it starts: `kubernetes.model_cache` keeps the\n\
+             # download on a volume.\n",
+        );
+    }
+    if downloaded && k.secret_env.is_empty() {
+        y.0.push_str("# A gated model needs a token: `kubernetes.secret_env` (HF_TOKEN: <secret>/<key>).\n");
+    }
     for k in 0..layout.sets.len() {
         y.line(0, "---");
         leader_worker_set(&mut y, d, layout, k);
@@ -575,13 +665,15 @@ mod tests {
         own.router.image = Some("registry.local/router:1".into());
         let mut local = example("deepseek-v3-dp-deepep").unwrap();
         local.model.path = "/models/deepseek-v3".into();
-        deployments.extend([own, local]);
+        local.kubernetes.model_cache = Some("/data/hf".into());
+        deployments.extend([own, local, in_cluster()]);
         for d in deployments {
             let text = rendered(&d);
             // The reconstructed deployment is named after the file.
             let linted = lint(&[Input::new(format!("{}.yaml", d.name), text.as_str())], &Options::default());
             let back = crate::lint::reconstruct::deployment(&linted, 0).unwrap().deployment;
             assert_eq!((&back.launcher.image, &back.router.image), (&d.launcher.image, &d.router.image));
+            assert_eq!(back.kubernetes, d.kubernetes, "{}", d.name);
             assert_eq!(rendered(&back), text, "{}", d.name);
         }
     }
@@ -646,6 +738,68 @@ mod tests {
         d.prefill.instances[0].nodes[0].gpus = Some(12);
         let err = render_kubernetes(&d).unwrap_err();
         assert!(err.contains("4 GPUs against 12"), "{err}");
+    }
+
+    /// A deployment with every cluster setting.
+    fn in_cluster() -> Deployment {
+        let mut d = example("llama-1p1d").unwrap();
+        let k = &mut d.kubernetes;
+        k.namespace = Some("llm".into());
+        k.node_selector.insert("nvidia.com/gpu.product".into(), "NVIDIA-H200".into());
+        k.node_selector.insert("pool".into(), "".into());
+        k.tolerations = vec!["nvidia.com/gpu:NoSchedule".into(), "dedicated=llm".into(), "spot".into()];
+        k.secret_env.insert("HF_TOKEN".into(), "hf-token/token".into());
+        k.model_cache = Some("hf-cache".into());
+        k.image_pull_secrets = vec!["regcred".into()];
+        d
+    }
+
+    #[test]
+    fn cluster_settings_reach_every_pod() {
+        let d = in_cluster();
+        let text = rendered(&d);
+        // The pods still run what the plan says; the token is no plain value.
+        assert_eq!(read_back(&text), placed(&d));
+        assert!(!text.contains("not pinned") && !text.contains("downloads the model") && !text.contains("gated"));
+        let docs = documents(&text);
+        assert!(docs.iter().all(|doc| doc["metadata"]["namespace"] == "llm"));
+        for doc in &docs[..2] {
+            let pod = &doc["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"];
+            assert_eq!(pod["nodeSelector"]["nvidia.com/gpu.product"], "NVIDIA-H200");
+            assert_eq!(pod["nodeSelector"]["pool"], "");
+            let t = &pod["tolerations"];
+            assert_eq!(
+                (&t[0]["key"], &t[0]["operator"], &t[0]["effect"]),
+                (&"nvidia.com/gpu".into(), &"Exists".into(), &"NoSchedule".into())
+            );
+            assert_eq!((&t[1]["operator"], &t[1]["value"]), (&"Equal".into(), &"llm".into()));
+            assert_eq!((&t[2]["operator"], t[2].get("effect")), (&"Exists".into(), None));
+            assert_eq!(pod["imagePullSecrets"][0]["name"], "regcred");
+            let c = &pod["containers"][0];
+            let token = c["env"].as_sequence().unwrap().iter().find(|e| e["name"] == "HF_TOKEN").unwrap();
+            assert_eq!(token["valueFrom"]["secretKeyRef"]["name"], "hf-token");
+            assert_eq!(token["valueFrom"]["secretKeyRef"]["key"], "token");
+            let mount = c["volumeMounts"].as_sequence().unwrap().iter().find(|m| m["name"] == "model-cache").unwrap();
+            assert_eq!(mount["mountPath"], MODEL_CACHE_MOUNT);
+            let volume = pod["volumes"].as_sequence().unwrap().iter().find(|v| v["name"] == "model-cache").unwrap();
+            assert_eq!(volume["persistentVolumeClaim"]["claimName"], "hf-cache");
+        }
+        // The router needs no GPU node and no token, but may pull from the same registry.
+        let router = &docs[2]["spec"]["template"]["spec"];
+        assert!(router.get("nodeSelector").is_none() && router.get("tolerations").is_none());
+        assert_eq!(router["imagePullSecrets"][0]["name"], "regcred");
+        assert!(!text[text.find("kind: Deployment").unwrap()..].contains("HF_TOKEN"));
+    }
+
+    #[test]
+    fn a_variable_is_set_once() {
+        let mut d = in_cluster();
+        d.decode.env.insert("HF_TOKEN".into(), "hf_abc".into());
+        let err = render_kubernetes(&d).unwrap_err();
+        assert!(err.starts_with("`kubernetes.secret_env.HF_TOKEN`") && err.contains("decode servers"), "{err}");
+        d.kubernetes.tolerations.push("gpu:Sometimes".into());
+        let err = render_kubernetes(&d).unwrap_err();
+        assert!(err.starts_with("`kubernetes.tolerations[3]`"), "{err}");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! per role plus the short command lines that load it) and `kubernetes` (LeaderWorkerSets and the
 //! router, from the plan of the deployment placed on pods).
 
+pub(crate) mod cluster;
 mod config;
 mod json;
 mod kubernetes;

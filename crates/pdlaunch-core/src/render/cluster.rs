@@ -1,0 +1,284 @@
+//! The deployment's `kubernetes` section, read and checked: Kubernetes' own name rules, taints
+//! written as `kubectl taint` writes them, and Secret references. The renderer writes what this
+//! reads; the linter writes manifests' pod settings back in the same words.
+
+use crate::deployment::Kubernetes;
+
+/// Where the server pods' Hugging Face cache is mounted (the images run as root and set no
+/// `HF_HOME`).
+pub const MODEL_CACHE_MOUNT: &str = "/root/.cache/huggingface";
+
+/// The taint effects a toleration may name.
+pub const EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
+
+/// The `kubernetes` section, checked.
+#[derive(Debug, Default)]
+pub struct Cluster {
+    pub namespace: Option<String>,
+    pub node_selector: Vec<(String, String)>,
+    pub tolerations: Vec<Toleration>,
+    /// (variable, Secret, key)
+    pub secret_env: Vec<(String, String, String)>,
+    pub model_cache: Option<Volume>,
+    pub image_pull_secrets: Vec<String>,
+}
+
+/// A volume of the pods.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Volume {
+    /// A PersistentVolumeClaim, by name.
+    Claim(String),
+    /// A path on the node.
+    Host(String),
+}
+
+/// A taint the pods tolerate: a key, a value (any when `None`) and an effect (any when `None`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Toleration {
+    pub key: String,
+    pub value: Option<String>,
+    pub effect: Option<String>,
+}
+
+impl Toleration {
+    /// Reads `key=value:Effect`, `key:Effect`, `key=value` or `key`.
+    pub fn parse(text: &str) -> Option<Toleration> {
+        let (rest, effect) = match text.rsplit_once(':') {
+            Some((rest, effect)) => (rest, Some(EFFECTS.iter().find(|e| **e == effect)?.to_string())),
+            None => (text, None),
+        };
+        let (key, value) = match rest.split_once('=') {
+            Some((key, value)) => (key, Some(value)),
+            None => (rest, None),
+        };
+        let ok = is_label_key(key) && value.is_none_or(is_label_value);
+        ok.then(|| Toleration { key: key.to_owned(), value: value.map(str::to_owned), effect })
+    }
+
+    /// The toleration of a manifest (`operator` `Equal` or `Exists`), when it can be written
+    /// back in this form.
+    pub fn from_manifest(
+        key: &str,
+        operator: Option<&str>,
+        value: Option<&str>,
+        effect: Option<&str>,
+    ) -> Option<Toleration> {
+        let value = match (operator.unwrap_or("Equal"), value) {
+            ("Exists", None | Some("")) => None,
+            ("Equal", Some(v)) => Some(v.to_owned()),
+            _ => return None,
+        };
+        let effect = effect.filter(|e| !e.is_empty()).map(str::to_owned);
+        let t = Toleration { key: key.to_owned(), value, effect };
+        (Toleration::parse(&t.to_string()).as_ref() == Some(&t)).then_some(t)
+    }
+}
+
+impl std::fmt::Display for Toleration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.key)?;
+        if let Some(v) = &self.value {
+            write!(f, "={v}")?;
+        }
+        if let Some(e) = &self.effect {
+            write!(f, ":{e}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks the section; the error names the field and says what it must be.
+pub fn cluster(k: &Kubernetes) -> Result<Cluster, String> {
+    let mut out = Cluster::default();
+    if let Some(ns) = &k.namespace {
+        if !is_label(ns) {
+            return Err(format!(
+                "`kubernetes.namespace` ({ns:?}) is not a namespace name: at most 63 lowercase letters, digits \
+                 and `-`, starting and ending with a letter or digit"
+            ));
+        }
+        out.namespace = Some(ns.clone());
+    }
+    for (key, value) in &k.node_selector {
+        if !is_label_key(key) {
+            return Err(format!(
+                "`kubernetes.node_selector` key {key:?} is not a Kubernetes label key: an optional DNS prefix and \
+                 `/`, then at most 63 letters, digits, `-`, `_` and `.`, starting and ending with a letter or digit"
+            ));
+        }
+        if !is_label_value(value) {
+            return Err(format!(
+                "`kubernetes.node_selector.{key}` ({value:?}) is not a Kubernetes label value: at most 63 letters, \
+                 digits, `-`, `_` and `.`, starting and ending with a letter or digit"
+            ));
+        }
+        out.node_selector.push((key.clone(), value.clone()));
+    }
+    for (i, t) in k.tolerations.iter().enumerate() {
+        out.tolerations.push(Toleration::parse(t).ok_or_else(|| {
+            format!(
+                "`kubernetes.tolerations[{i}]` ({t:?}) is not a taint: write `key=value:Effect`, `key:Effect` or \
+                 `key`, with a label key and the effect {}",
+                EFFECTS.join(", ")
+            )
+        })?);
+    }
+    for (var, from) in &k.secret_env {
+        if !is_variable(var) {
+            return Err(format!(
+                "`kubernetes.secret_env` names the variable {var:?}: use letters, digits and `_`, not starting \
+                 with a digit"
+            ));
+        }
+        match from.split_once('/') {
+            Some((secret, key)) if is_subdomain(secret) && is_secret_key(key) => {
+                out.secret_env.push((var.clone(), secret.to_owned(), key.to_owned()));
+            }
+            _ => {
+                return Err(format!(
+                    "`kubernetes.secret_env.{var}` ({from:?}) is not `<secret>/<key>`: a Secret's name (lowercase \
+                     letters, digits, `-` and `.`) and one of its keys (letters, digits, `-`, `_` and `.`)"
+                ))
+            }
+        }
+    }
+    if let Some(cache) = &k.model_cache {
+        out.model_cache = Some(if cache.starts_with('/') {
+            Volume::Host(cache.clone())
+        } else if is_subdomain(cache) {
+            Volume::Claim(cache.clone())
+        } else {
+            return Err(format!(
+                "`kubernetes.model_cache` ({cache:?}) is neither an absolute path on the node nor a \
+                 PersistentVolumeClaim's name (lowercase letters, digits, `-` and `.`)"
+            ));
+        });
+    }
+    for (i, s) in k.image_pull_secrets.iter().enumerate() {
+        if !is_subdomain(s) {
+            return Err(format!(
+                "`kubernetes.image_pull_secrets[{i}]` ({s:?}) is not a Secret's name: lowercase letters, digits, \
+                 `-` and `.`, starting and ending with a letter or digit"
+            ));
+        }
+        out.image_pull_secrets.push(s.clone());
+    }
+    Ok(out)
+}
+
+/// A DNS label (RFC 1123): what namespaces and the parts of most object names are.
+pub fn is_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    (1..=63).contains(&b.len()) && alnum(&b[0]) && alnum(&b[b.len() - 1]) && b.iter().all(|c| alnum(c) || *c == b'-')
+}
+
+/// A DNS subdomain: the names of Secrets and claims.
+pub fn is_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_label)
+}
+
+/// A label's name, or a label value that is not empty.
+fn is_label_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    (1..=63).contains(&b.len())
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}
+
+/// A label key: `[prefix/]name`.
+pub fn is_label_key(s: &str) -> bool {
+    match s.split_once('/') {
+        Some((prefix, name)) => is_subdomain(prefix) && is_label_name(name),
+        None => is_label_name(s),
+    }
+}
+
+/// A label value (which may be empty).
+pub fn is_label_value(s: &str) -> bool {
+    s.is_empty() || is_label_name(s)
+}
+
+/// A key of a Secret.
+fn is_secret_key(s: &str) -> bool {
+    (1..=253).contains(&s.len()) && s.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}
+
+/// An environment variable's name that every shell can also set.
+fn is_variable(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty() && !b[0].is_ascii_digit() && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn taints_read_as_kubectl_writes_them() {
+        let t = |key: &str, value: Option<&str>, effect: Option<&str>| Toleration {
+            key: key.into(),
+            value: value.map(Into::into),
+            effect: effect.map(Into::into),
+        };
+        for (text, want) in [
+            ("nvidia.com/gpu:NoSchedule", t("nvidia.com/gpu", None, Some("NoSchedule"))),
+            ("dedicated=llm:NoExecute", t("dedicated", Some("llm"), Some("NoExecute"))),
+            ("dedicated=llm", t("dedicated", Some("llm"), None)),
+            ("gpu", t("gpu", None, None)),
+            ("gpu=:PreferNoSchedule", t("gpu", Some(""), Some("PreferNoSchedule"))),
+        ] {
+            assert_eq!(Toleration::parse(text), Some(want), "{text}");
+            assert_eq!(Toleration::parse(text).unwrap().to_string(), text);
+        }
+        for bad in ["", ":NoSchedule", "gpu:Sometimes", "gpu:noschedule", "a b", "gpu=x y", "-gpu", "a/b/c", "gpu:"] {
+            assert_eq!(Toleration::parse(bad), None, "{bad:?}");
+        }
+        let m = Toleration::from_manifest;
+        assert_eq!(m("gpu", Some("Exists"), None, Some("NoSchedule")), Some(t("gpu", None, Some("NoSchedule"))));
+        assert_eq!(m("gpu", None, Some("a"), None), Some(t("gpu", Some("a"), None)));
+        assert_eq!(m("gpu", Some("Exists"), Some("a"), None), None);
+        assert_eq!(m("gpu", Some("Equal"), None, None), None);
+        assert_eq!(m("", Some("Exists"), None, None), None);
+        assert_eq!(m("gpu", Some("Exists"), None, Some("Never")), None);
+    }
+
+    #[test]
+    fn names_follow_kubernetes() {
+        assert!(is_label("llm") && is_label("0ps") && is_label(&"a".repeat(63)));
+        assert!(!is_label("LLM") && !is_label("a.b") && !is_label("-a") && !is_label(&"a".repeat(64)));
+        assert!(is_subdomain("hf-token") && is_subdomain("a.b-c.d") && !is_subdomain("a..b") && !is_subdomain(""));
+        assert!(is_label_key("nvidia.com/gpu.product") && is_label_key("Role_1") && !is_label_key("a/"));
+        assert!(!is_label_key("Nvidia.com/gpu") && !is_label_key("/x"));
+        assert!(is_label_value("") && is_label_value("NVIDIA-H200") && !is_label_value("H200 SXM"));
+    }
+
+    #[test]
+    fn a_bad_setting_names_its_field() {
+        let bad = |f: fn(&mut Kubernetes), field: &str| {
+            let mut k = Kubernetes::default();
+            f(&mut k);
+            let err = cluster(&k).unwrap_err();
+            assert!(err.starts_with(&format!("`kubernetes.{field}")), "{err}");
+        };
+        bad(|k| k.namespace = Some("LLM".into()), "namespace");
+        bad(|k| drop(k.node_selector.insert("a b".into(), "x".into())), "node_selector` key");
+        bad(|k| drop(k.node_selector.insert("gpu".into(), "H200 SXM".into())), "node_selector.gpu");
+        bad(|k| k.tolerations = vec!["ok".into(), "gpu:Always".into()], "tolerations[1]");
+        bad(|k| drop(k.secret_env.insert("HF TOKEN".into(), "hf/token".into())), "secret_env` names");
+        bad(|k| drop(k.secret_env.insert("HF_TOKEN".into(), "hf-token".into())), "secret_env.HF_TOKEN");
+        bad(|k| drop(k.secret_env.insert("HF_TOKEN".into(), "Hf/token".into())), "secret_env.HF_TOKEN");
+        bad(|k| k.model_cache = Some("data/hf".into()), "model_cache");
+        bad(|k| k.image_pull_secrets = vec!["Reg Cred".into()], "image_pull_secrets[0]");
+        let k = Kubernetes {
+            namespace: Some("llm".into()),
+            model_cache: Some("/data/hf".into()),
+            secret_env: [("HF_TOKEN".to_owned(), "hf-token/token".to_owned())].into(),
+            ..Kubernetes::default()
+        };
+        let c = cluster(&k).unwrap();
+        assert_eq!(c.model_cache, Some(Volume::Host("/data/hf".into())));
+        assert_eq!(c.secret_env, [("HF_TOKEN".into(), "hf-token".into(), "token".into())]);
+    }
+}
