@@ -570,6 +570,22 @@ mod tests {
         assert!(output_text(&bad, OutputTab::Kubernetes).unwrap_err().contains("DNS label"));
     }
 
+    /// The `kubernetes` section is edited like any other, from its absence on: the manifests
+    /// follow, and a setting Kubernetes would refuse is named in the tab.
+    #[test]
+    fn cluster_settings_edit_the_manifests() {
+        let s = start();
+        let s = s.reduce(set("kubernetes.node_selector", serde_json::json!({"nvidia.com/gpu.product": "NVIDIA-H200"})));
+        let s = s.reduce(set("kubernetes.tolerations", serde_json::json!(["nvidia.com/gpu:NoSchedule"])));
+        let d = s.parsed.as_ref().unwrap();
+        let text = output_text(d, OutputTab::Kubernetes).unwrap();
+        assert!(text.contains("nodeSelector:\n          nvidia.com/gpu.product: NVIDIA-H200\n"), "{text}");
+        assert!(output_text(d, OutputTab::Yaml).unwrap().contains("kubernetes:"));
+        let s = s.reduce(set("kubernetes.tolerations[0]", serde_json::json!("gpu:Always")));
+        let err = output_text(s.parsed.as_ref().unwrap(), OutputTab::Kubernetes).unwrap_err();
+        assert!(err.starts_with("`kubernetes.tolerations[0]`"), "{err}");
+    }
+
     /// Autosaved text is the user's own and may be anything: a document of the wrong shape
     /// opens with its error shown, and edits and checks on it do not panic.
     #[test]
