@@ -89,6 +89,13 @@ pub struct Kubernetes {
     /// `key=value:Effect`, `key:Effect` (any value), or `key` (any value and effect).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tolerations: Vec<String>,
+    /// The prefill pods' own node labels and taints, over the shared ones (for prefill and
+    /// decode on different GPU models).
+    #[serde(default, skip_serializing_if = "Placement::is_empty")]
+    pub prefill: Placement,
+    /// The decode pods' own node labels and taints, over the shared ones.
+    #[serde(default, skip_serializing_if = "Placement::is_empty")]
+    pub decode: Placement,
     /// Server environment variables read from Secrets, as `<secret>/<key>`: for a gated Hugging
     /// Face model, `HF_TOKEN: hf-token/token`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -107,6 +114,42 @@ impl Kubernetes {
     /// True when nothing is set (the section is then left out when written).
     pub fn is_empty(&self) -> bool {
         *self == Kubernetes::default()
+    }
+
+    /// One side's own placement.
+    pub fn side(&self, role: Role) -> &Placement {
+        match role {
+            Role::Prefill => &self.prefill,
+            Role::Decode => &self.decode,
+        }
+    }
+
+    /// One side's own placement, to change.
+    pub fn side_mut(&mut self, role: Role) -> &mut Placement {
+        match role {
+            Role::Prefill => &mut self.prefill,
+            Role::Decode => &mut self.decode,
+        }
+    }
+}
+
+/// The nodes one side's pods run on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Placement {
+    /// Node labels these pods require too; a key also in the shared `node_selector` takes this
+    /// value.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    /// Node taints these pods tolerate too (`key=value:Effect`, `key:Effect` or `key`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<String>,
+}
+
+impl Placement {
+    /// True when nothing is set.
+    pub fn is_empty(&self) -> bool {
+        self.node_selector.is_empty() && self.tolerations.is_empty()
     }
 }
 

@@ -16,7 +16,7 @@
 use serde_json::{json, Map, Value};
 
 use super::{Group, Linted};
-use crate::deployment::{Deployment, Role};
+use crate::deployment::{Deployment, Kubernetes, Placement, Role};
 use crate::effective::ServerView;
 use crate::flags::{self, Flag, Kind};
 use crate::plan::instance_addrs;
@@ -130,6 +130,38 @@ fn json_value(flag: &Flag, u: &ArgUse) -> Option<Value> {
     })
 }
 
+/// The servers' cluster settings, when the servers of each side share theirs and the sides
+/// differ at most in their node labels and taints: those of both sides are written once, the
+/// rest as each side's own.
+fn cluster_settings(linted: &Linted, group: &Group) -> Option<Kubernetes> {
+    let mut sides: [Option<Kubernetes>; 2] = [None, None];
+    for r in Role::BOTH {
+        let mut servers = group.servers.iter().filter(|s| s.view.role.or(s.intended) == Some(r));
+        let first = linted.launches[servers.next()?.launch].kubernetes.as_deref();
+        if !servers.all(|s| linted.launches[s.launch].kubernetes.as_deref() == first) {
+            return None;
+        }
+        sides[r as usize] = Some(first.cloned().unwrap_or_default());
+    }
+    let [Some(mut prefill), Some(mut decode)] = sides else { return None };
+    let placement = |k: &mut Kubernetes| (std::mem::take(&mut k.node_selector), std::mem::take(&mut k.tolerations));
+    let (p, d) = (placement(&mut prefill), placement(&mut decode));
+    if prefill != decode {
+        return None;
+    }
+    let mut k = prefill;
+    k.node_selector =
+        p.0.iter().filter(|(key, v)| d.0.get(*key) == Some(v)).map(|(a, b)| (a.clone(), b.clone())).collect();
+    k.tolerations = p.1.iter().filter(|t| d.1.contains(t)).cloned().collect();
+    for (role, (selector, tolerations)) in Role::BOTH.into_iter().zip([p, d]) {
+        *k.side_mut(role) = Placement {
+            node_selector: selector.into_iter().filter(|(key, _)| !k.node_selector.contains_key(key)).collect(),
+            tolerations: tolerations.into_iter().filter(|t| !k.tolerations.contains(t)).collect(),
+        };
+    }
+    (!k.is_empty()).then_some(k)
+}
+
 impl<'a> Builder<'a> {
     fn new(linted: &'a Linted, group: &'a Group) -> Result<Builder<'a>, String> {
         let role_of = |s: &super::ServerEntry| s.view.role.or(s.intended);
@@ -162,12 +194,8 @@ impl<'a> Builder<'a> {
             "prefill": {"instances": []},
             "decode": {"instances": []},
         });
-        // The servers' cluster settings, when they share them.
-        let k = linted.launches[first.launch].kubernetes.as_deref();
-        if let Some(k) =
-            k.filter(|_| group.servers.iter().all(|s| linted.launches[s.launch].kubernetes.as_deref() == k))
-        {
-            doc["kubernetes"] = crate::load::to_value(k);
+        if let Some(k) = cluster_settings(linted, group) {
+            doc["kubernetes"] = crate::load::to_value(&k);
         }
         // The built-in model the rules used, so that checking the deployment uses it too.
         if let Some(p) = group.preset {

@@ -2,7 +2,7 @@
 //! written as `kubectl taint` writes them, and Secret references. The renderer writes what this
 //! reads; the linter writes manifests' pod settings back in the same words.
 
-use crate::deployment::Kubernetes;
+use crate::deployment::{Kubernetes, Role};
 
 /// Where the server pods' Hugging Face cache is mounted (the images run as root and set no
 /// `HF_HOME`).
@@ -15,12 +15,19 @@ pub const EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
 #[derive(Debug, Default)]
 pub struct Cluster {
     pub namespace: Option<String>,
-    pub node_selector: Vec<(String, String)>,
-    pub tolerations: Vec<Toleration>,
+    /// Each side's node labels and tolerated taints, the shared ones merged in (by `Role`).
+    pub placement: [Placement; 2],
     /// (variable, Secret, key)
     pub secret_env: Vec<(String, String, String)>,
     pub model_cache: Option<Volume>,
     pub image_pull_secrets: Vec<String>,
+}
+
+/// The nodes one side's pods run on.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Placement {
+    pub node_selector: Vec<(String, String)>,
+    pub tolerations: Vec<Toleration>,
 }
 
 /// A volume of the pods.
@@ -33,7 +40,7 @@ pub enum Volume {
 }
 
 /// A taint the pods tolerate: a key, a value (any when `None`) and an effect (any when `None`).
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Toleration {
     pub key: String,
     pub value: Option<String>,
@@ -99,29 +106,23 @@ pub fn cluster(k: &Kubernetes) -> Result<Cluster, String> {
         }
         out.namespace = Some(ns.clone());
     }
-    for (key, value) in &k.node_selector {
-        if !is_label_key(key) {
-            return Err(format!(
-                "`kubernetes.node_selector` key {key:?} is not a Kubernetes label key: an optional DNS prefix and \
-                 `/`, then at most 63 letters, digits, `-`, `_` and `.`, starting and ending with a letter or digit"
-            ));
+    let shared = placement("", &k.node_selector, &k.tolerations)?;
+    for role in Role::BOTH {
+        let own = k.side(role);
+        let mut merged = placement(&format!("{role}."), &own.node_selector, &own.tolerations)?;
+        for (key, value) in &shared.node_selector {
+            if !merged.node_selector.iter().any(|(k, _)| k == key) {
+                merged.node_selector.push((key.clone(), value.clone()));
+            }
         }
-        if !is_label_value(value) {
-            return Err(format!(
-                "`kubernetes.node_selector.{key}` ({value:?}) is not a Kubernetes label value: at most 63 letters, \
-                 digits, `-`, `_` and `.`, starting and ending with a letter or digit"
-            ));
+        merged.node_selector.sort();
+        let own_tolerations = std::mem::take(&mut merged.tolerations);
+        for t in shared.tolerations.iter().cloned().chain(own_tolerations) {
+            if !merged.tolerations.contains(&t) {
+                merged.tolerations.push(t);
+            }
         }
-        out.node_selector.push((key.clone(), value.clone()));
-    }
-    for (i, t) in k.tolerations.iter().enumerate() {
-        out.tolerations.push(Toleration::parse(t).ok_or_else(|| {
-            format!(
-                "`kubernetes.tolerations[{i}]` ({t:?}) is not a taint: write `key=value:Effect`, `key:Effect` or \
-                 `key`, with a label key and the effect {}",
-                EFFECTS.join(", ")
-            )
-        })?);
+        out.placement[role as usize] = merged;
     }
     for (var, from) in &k.secret_env {
         if !is_variable(var) {
@@ -162,6 +163,40 @@ pub fn cluster(k: &Kubernetes) -> Result<Cluster, String> {
             ));
         }
         out.image_pull_secrets.push(s.clone());
+    }
+    Ok(out)
+}
+
+/// Node labels and taints, checked; `side` (`prefill.` or empty) places their fields.
+fn placement(
+    side: &str,
+    selector: &std::collections::BTreeMap<String, String>,
+    tolerations: &[String],
+) -> Result<Placement, String> {
+    let mut out = Placement::default();
+    for (key, value) in selector {
+        if !is_label_key(key) {
+            return Err(format!(
+                "`kubernetes.{side}node_selector` key {key:?} is not a Kubernetes label key: an optional DNS prefix \
+                 and `/`, then at most 63 letters, digits, `-`, `_` and `.`, starting and ending with a letter or digit"
+            ));
+        }
+        if !is_label_value(value) {
+            return Err(format!(
+                "`kubernetes.{side}node_selector.{key}` ({value:?}) is not a Kubernetes label value: at most 63 \
+                 letters, digits, `-`, `_` and `.`, starting and ending with a letter or digit"
+            ));
+        }
+        out.node_selector.push((key.clone(), value.clone()));
+    }
+    for (i, t) in tolerations.iter().enumerate() {
+        out.tolerations.push(Toleration::parse(t).ok_or_else(|| {
+            format!(
+                "`kubernetes.{side}tolerations[{i}]` ({t:?}) is not a taint: write `key=value:Effect`, `key:Effect` \
+                 or `key`, with a label key and the effect {}",
+                EFFECTS.join(", ")
+            )
+        })?);
     }
     Ok(out)
 }
@@ -271,6 +306,8 @@ mod tests {
         bad(|k| drop(k.secret_env.insert("HF_TOKEN".into(), "Hf/token".into())), "secret_env.HF_TOKEN");
         bad(|k| k.model_cache = Some("data/hf".into()), "model_cache");
         bad(|k| k.image_pull_secrets = vec!["Reg Cred".into()], "image_pull_secrets[0]");
+        bad(|k| k.decode.tolerations = vec!["gpu:Always".into()], "decode.tolerations[0]");
+        bad(|k| drop(k.prefill.node_selector.insert("gpu".into(), "H200 SXM".into())), "prefill.node_selector.gpu");
         let k = Kubernetes {
             namespace: Some("llm".into()),
             model_cache: Some("/data/hf".into()),
@@ -280,5 +317,24 @@ mod tests {
         let c = cluster(&k).unwrap();
         assert_eq!(c.model_cache, Some(Volume::Host("/data/hf".into())));
         assert_eq!(c.secret_env, [("HF_TOKEN".into(), "hf-token".into(), "token".into())]);
+    }
+
+    #[test]
+    fn a_side_adds_to_the_shared_placement_and_wins_a_key() {
+        let mut k = Kubernetes {
+            node_selector: [("gpu".to_owned(), "h200".to_owned()), ("pool".to_owned(), "a".to_owned())].into(),
+            ..Kubernetes::default()
+        };
+        k.decode.node_selector = [("gpu".to_owned(), "h20".to_owned()), ("zone".to_owned(), "z1".to_owned())].into();
+        k.tolerations = vec!["a".into(), "b:NoSchedule".into()];
+        k.decode.tolerations = vec!["b:NoSchedule".into(), "c".into()];
+        let c = cluster(&k).unwrap();
+        let [prefill, decode] = &c.placement;
+        let pairs = |p: &Placement| p.node_selector.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>();
+        let taints = |p: &Placement| p.tolerations.iter().map(Toleration::to_string).collect::<Vec<_>>();
+        assert_eq!(pairs(prefill), ["gpu=h200", "pool=a"]);
+        assert_eq!(pairs(decode), ["gpu=h20", "pool=a", "zone=z1"]);
+        assert_eq!(taints(prefill), ["a", "b:NoSchedule"]);
+        assert_eq!(taints(decode), ["a", "b:NoSchedule", "c"]);
     }
 }

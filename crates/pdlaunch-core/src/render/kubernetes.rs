@@ -425,15 +425,16 @@ fn pod(y: &mut Yaml, indent: usize, d: &Deployment, layout: &Layout, k: usize, l
         y.plain(i, "hostNetwork", true);
         y.pair(i, "dnsPolicy", "ClusterFirstWithHostNet");
     }
-    if !cluster.node_selector.is_empty() {
+    let placement = &cluster.placement[set.role as usize];
+    if !placement.node_selector.is_empty() {
         y.key(i, "nodeSelector");
-        for (key, value) in &cluster.node_selector {
+        for (key, value) in &placement.node_selector {
             y.pair(i + 2, key, value);
         }
     }
-    if !cluster.tolerations.is_empty() {
+    if !placement.tolerations.is_empty() {
         y.key(i, "tolerations");
-        for t in &cluster.tolerations {
+        for t in &placement.tolerations {
             y.first(i, "key", &t.key);
             match &t.value {
                 Some(value) => {
@@ -565,7 +566,7 @@ fn manifest(d: &Deployment, layout: &Layout) -> RenderedFile {
          # A local model path is mounted from the same path on the node.\n",
     );
     let k = &layout.cluster;
-    if k.node_selector.is_empty() {
+    if k.placement.iter().any(|p| p.node_selector.is_empty()) {
         y.0.push_str(
             "# The servers are not pinned to a GPU model: set `kubernetes.node_selector` to your cluster's\n\
              # labels (such as nvidia.com/gpu.product).\n",
@@ -740,14 +741,18 @@ mod tests {
         assert!(err.contains("4 GPUs against 12"), "{err}");
     }
 
-    /// A deployment with every cluster setting.
+    const GPU_LABEL: &str = "nvidia.com/gpu.product";
+
+    /// A deployment with every cluster setting, prefill and decode on different GPU models.
     fn in_cluster() -> Deployment {
         let mut d = example("llama-1p1d").unwrap();
         let k = &mut d.kubernetes;
         k.namespace = Some("llm".into());
-        k.node_selector.insert("nvidia.com/gpu.product".into(), "NVIDIA-H200".into());
         k.node_selector.insert("pool".into(), "".into());
+        k.prefill.node_selector.insert(GPU_LABEL.into(), "NVIDIA-H200".into());
+        k.decode.node_selector.insert(GPU_LABEL.into(), "NVIDIA-H100-80GB-HBM3".into());
         k.tolerations = vec!["nvidia.com/gpu:NoSchedule".into(), "dedicated=llm".into(), "spot".into()];
+        k.prefill.tolerations = vec!["h200:NoExecute".into()];
         k.secret_env.insert("HF_TOKEN".into(), "hf-token/token".into());
         k.model_cache = Some("hf-cache".into());
         k.image_pull_secrets = vec!["regcred".into()];
@@ -763,11 +768,12 @@ mod tests {
         assert!(!text.contains("not pinned") && !text.contains("downloads the model") && !text.contains("gated"));
         let docs = documents(&text);
         assert!(docs.iter().all(|doc| doc["metadata"]["namespace"] == "llm"));
-        for doc in &docs[..2] {
+        for (doc, gpu, tolerations) in [(&docs[0], "NVIDIA-H200", 4), (&docs[1], "NVIDIA-H100-80GB-HBM3", 3)] {
             let pod = &doc["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"];
-            assert_eq!(pod["nodeSelector"]["nvidia.com/gpu.product"], "NVIDIA-H200");
+            assert_eq!(pod["nodeSelector"][GPU_LABEL], gpu);
             assert_eq!(pod["nodeSelector"]["pool"], "");
             let t = &pod["tolerations"];
+            assert_eq!(t.as_sequence().unwrap().len(), tolerations);
             assert_eq!(
                 (&t[0]["key"], &t[0]["operator"], &t[0]["effect"]),
                 (&"nvidia.com/gpu".into(), &"Exists".into(), &"NoSchedule".into())
