@@ -555,7 +555,14 @@ fn render_kubernetes_writes_manifests_that_lint_clean() {
     std::fs::write(&bad, example_text("llama-1p1d").replace("name: llama-1p1d", "name: Llama_1p1d")).unwrap();
     let o = pdl(&["render", "-f", "kubernetes", p(&bad)]);
     assert_exit(&o, 2, "a name that is no DNS label");
-    assert!(stderr(&o).contains("`name` (\"Llama_1p1d\")"), "{}", both(&o));
+    assert!(stderr(&o).contains("bad.yaml:3:1: `name` (\"Llama_1p1d\")"), "{}", both(&o));
+    // A cluster setting Kubernetes would refuse is placed in the file.
+    let text = format!("{}kubernetes:\n  namespace: llm\n  tolerations:\n  - gpu:Always\n", example_text("llama-1p1d"));
+    std::fs::write(&bad, &text).unwrap();
+    let o = pdl(&["render", "-f", "kubernetes", p(&bad)]);
+    assert_exit(&o, 2, "a toleration of no effect Kubernetes has");
+    let line = text.lines().position(|l| l == "  - gpu:Always").unwrap() + 1;
+    assert!(stderr(&o).contains(&format!("bad.yaml:{line}:3: `kubernetes.tolerations[0]`")), "{}", both(&o));
 }
 
 #[test]

@@ -36,7 +36,7 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
 }
 
 /// `file:line:col` of a field origin, when it can be found in the text.
-fn place(loaded: &Loaded, origin: &Origin) -> Option<String> {
+pub fn place(loaded: &Loaded, origin: &Origin) -> Option<String> {
     match origin {
         Origin::Field { path } => {
             // `decode.env.NAME` and similar: fall back to the longest path that exists.

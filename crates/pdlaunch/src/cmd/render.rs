@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use pdlaunch_core::render::{bundle, render, Format, RenderedFile};
 use pdlaunch_core::rules::{check, Severity};
 
-use crate::input::load;
+use crate::input::{load, Loaded};
 use crate::style::Style;
 
 #[derive(clap::Args)]
@@ -44,12 +44,23 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
         }
     }
     let format = Format::parse(&args.format).expect("clap restricts the value");
-    let files = render(&loaded.deployment, format)?;
+    let files = render(&loaded.deployment, format).map_err(|e| located(&loaded, e))?;
     match &args.out {
         None => print!("{}", bundle(&files)),
         Some(dir) => write_all(dir, &files)?,
     }
     Ok(if errors > 0 { crate::EXIT_FINDINGS } else { 0 })
+}
+
+/// A reason the format cannot render the deployment, which names a field first
+/// (`` `kubernetes.namespace` (…) is not … ``), with the field's place in the file.
+fn located(loaded: &Loaded, why: String) -> String {
+    let field = why.strip_prefix('`').and_then(|r| r.split_once('`')).map(|(field, _)| field);
+    let origin = field.map(|path| pdlaunch_core::plan::Origin::Field { path: path.to_owned() });
+    match origin.and_then(|o| super::check::place(loaded, &o)) {
+        Some(at) => format!("{at}: {why}"),
+        None => why,
+    }
 }
 
 /// Writes files into `dir`, atomically each, never replacing a file pdlaunch did not generate.
