@@ -108,6 +108,12 @@ pub struct Kubernetes {
     /// Secrets holding the credentials of a private image registry.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub image_pull_secrets: Vec<String>,
+    /// The router finds the servers' leader pods by their labels (`--service-discovery`)
+    /// instead of a fixed list, so groups added by scaling a LeaderWorkerSet are served without
+    /// a new router command. Every server then listens on one port, and the router gets a
+    /// ServiceAccount allowed to watch the pods of `namespace`, which it needs.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub service_discovery: bool,
 }
 
 impl Kubernetes {

@@ -1495,6 +1495,76 @@ pub static R_MINI_LB: Flag = Flag {
     doc: "Python mini load balancer (debugging only).",
 };
 
+/// `--service-discovery`: the `kubernetes` format's router with `kubernetes.service_discovery`.
+pub static R_SERVICE_DISCOVERY: Flag = Flag {
+    name: "--service-discovery",
+    aliases: &[],
+    dest: "service_discovery",
+    kind: Kind::Switch,
+    choices: &[],
+    default: Dflt::Switch(false),
+    relation: Relation::Router,
+    releases: 0b1111,
+    field: "",
+    doc: "Find the servers by their pods' labels instead of a fixed list (Kubernetes only).",
+};
+
+/// `--prefill-selector`: the labels of the prefill leader pods.
+pub static R_PREFILL_SELECTOR: Flag = Flag {
+    name: "--prefill-selector",
+    aliases: &[],
+    dest: "prefill_selector",
+    kind: Kind::List,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::Router,
+    releases: 0b1111,
+    field: "",
+    doc: "Labels (`key=value`) of the prefill pods service discovery registers.",
+};
+
+/// `--decode-selector`: the labels of the decode leader pods.
+pub static R_DECODE_SELECTOR: Flag = Flag {
+    name: "--decode-selector",
+    aliases: &[],
+    dest: "decode_selector",
+    kind: Kind::List,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::Router,
+    releases: 0b1111,
+    field: "",
+    doc: "Labels (`key=value`) of the decode pods service discovery registers.",
+};
+
+/// `--service-discovery-port`: the HTTP port of every discovered pod.
+pub static R_SERVICE_DISCOVERY_PORT: Flag = Flag {
+    name: "--service-discovery-port",
+    aliases: &[],
+    dest: "service_discovery_port",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::Int(80),
+    relation: Relation::Router,
+    releases: 0b1111,
+    field: "",
+    doc: "The HTTP port the router reaches every discovered pod at.",
+};
+
+/// `--service-discovery-namespace`: where the router watches pods.
+pub static R_SERVICE_DISCOVERY_NAMESPACE: Flag = Flag {
+    name: "--service-discovery-namespace",
+    aliases: &[],
+    dest: "service_discovery_namespace",
+    kind: Kind::Str,
+    choices: &[],
+    default: Dflt::None,
+    relation: Relation::Router,
+    releases: 0b1111,
+    field: "",
+    doc: "The namespace whose pods the router watches.",
+};
+
 /// Every router flag pdlaunch models.
 pub static ROUTER_FLAGS: &[&Flag] = &[
     &R_PD_DISAGGREGATION,
@@ -1506,6 +1576,11 @@ pub static ROUTER_FLAGS: &[&Flag] = &[
     &R_PREFILL_POLICY,
     &R_DECODE_POLICY,
     &R_MINI_LB,
+    &R_SERVICE_DISCOVERY,
+    &R_PREFILL_SELECTOR,
+    &R_DECODE_SELECTOR,
+    &R_SERVICE_DISCOVERY_PORT,
+    &R_SERVICE_DISCOVERY_NAMESPACE,
 ];
 
 #[cfg(test)]
@@ -1533,6 +1608,8 @@ mod tests {
         let default_ok = match (&flag.default, &sf.default) {
             (Dflt::None, serde_json::Value::Null) => true,
             (Dflt::None, serde_json::Value::String(s)) => s == "==SUPPRESS==",
+            // The router's selectors default to an empty mapping: no labels.
+            (Dflt::None, serde_json::Value::Object(m)) => m.is_empty(),
             (Dflt::Switch(b), serde_json::Value::Bool(s)) => b == s,
             (Dflt::Int(i), v) => v.as_i64() == Some(*i),
             (Dflt::Float(x), v) => v.as_f64() == Some(*x),

@@ -507,7 +507,8 @@ fn bootstrap(f: &LintFinding, group: &Group, files: &[SourceFile]) -> Option<Vec
         .filter_map(|l| group.server(&l.process))
         .find(|s| s.view.role == Some(Role::Prefill))?;
     let bound = p.view.bootstrap_port()?.to_string();
-    let flag_at = r.prefill_tokens[k];
+    // An entry from service discovery has no words to edit.
+    let flag_at = *r.prefill_tokens.get(k)?;
     let url = r.words.get(flag_at + 1)?;
     match (r.view.prefills[k].bootstrap_port, r.words.get(flag_at + 2)) {
         (Some(_), Some(port)) if !port.is_symbolic() => Some(vec![replace(port, &bound, files)?]),

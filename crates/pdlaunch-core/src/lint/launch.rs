@@ -62,6 +62,34 @@ pub struct Launch {
     /// The cluster settings of the pod the process runs in, when a manifest gives any, in the
     /// words of the deployment's `kubernetes` section.
     pub kubernetes: Option<Arc<crate::deployment::Kubernetes>>,
+    /// The labels and annotations of the pod the process runs in, when a manifest gives any.
+    pub meta: Option<Arc<PodMeta>>,
+}
+
+/// A pod's labels and annotations, with the labels its controller adds (a LeaderWorkerSet
+/// pod's set name and worker index), and its namespace when the object names one.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PodMeta {
+    pub labels: Vec<(String, String)>,
+    pub annotations: Vec<(String, String)>,
+    pub namespace: Option<String>,
+    /// True when these are the pod's own (read from a pod or pod template); false for an
+    /// object's, whose pods an operator makes and labels (OME's runtimes, Dynamo's graphs).
+    pub pod: bool,
+}
+
+impl PodMeta {
+    /// True when the pod has every label of `selector` (`key=value` words).
+    pub fn matches(&self, selector: &[String]) -> bool {
+        selector.iter().all(|s| {
+            let (k, v) = s.split_once('=').unwrap_or((s, ""));
+            self.labels.iter().any(|(lk, lv)| lk == k && lv == v)
+        })
+    }
+    /// The value of an annotation.
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        self.annotations.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
 }
 
 /// A whole deployment's material: one recipe, or one variant of a recipe with overrides.
@@ -111,6 +139,8 @@ pub struct Surroundings {
     pub pod: Option<Arc<Pod>>,
     /// The cluster settings of the container being read.
     pub kubernetes: Option<Arc<crate::deployment::Kubernetes>>,
+    /// The labels and annotations of the innermost object or pod template being read.
+    pub meta: Option<Arc<PodMeta>>,
 }
 
 /// What a Kubernetes object and pod spec set beside their containers.
@@ -472,6 +502,7 @@ fn new_launch(
         machine: around.machine.clone(),
         scope: None,
         kubernetes: around.kubernetes.clone(),
+        meta: around.meta.clone(),
     }
 }
 

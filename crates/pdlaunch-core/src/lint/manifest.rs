@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::launch::{
-    gpu_in_text, release_for, scan_scripts, scan_shell, take_launch, version_in_image, Launch, LwsGroup, Pod,
+    gpu_in_text, release_for, scan_scripts, scan_shell, take_launch, version_in_image, Launch, LwsGroup, Pod, PodMeta,
     Surroundings,
 };
 use super::shell::{Lexer, Vars};
@@ -100,6 +100,7 @@ struct Keys<'n, 'a> {
     args: Option<&'n Node<'a>>,
     entrypoint: Option<&'n Node<'a>>,
     volume_mounts: Option<&'n Node<'a>>,
+    metadata: Option<&'n Node<'a>>,
     // The values of the keys of a pod spec that the deployment's `kubernetes` section writes.
     node_selector: Option<&'n Node<'a>>,
     tolerations: Option<&'n Node<'a>>,
@@ -130,6 +131,10 @@ impl<'n, 'a> Keys<'n, 'a> {
                 }
                 "volumeMounts" => {
                     keys.volume_mounts = Some(v);
+                    continue;
+                }
+                "metadata" => {
+                    keys.metadata = Some(v);
                     continue;
                 }
                 "tolerations" => {
@@ -169,11 +174,14 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
     }
     match node {
         Node::Map(m) => {
-            let saved = (around.hints.len(), around.gpu, around.pod.clone());
+            let saved = (around.hints.len(), around.gpu, around.pod.clone(), around.meta.clone());
             let keys = Keys::of(m);
             if dialect == Dialect::Kubernetes {
                 if let Some(pod) = pod_settings(&keys, around.pod.as_deref()) {
                     around.pod = Some(Arc::new(pod));
+                }
+                if let Some(meta) = keys.metadata.and_then(|md| pod_meta(md, node, around.meta.as_deref())) {
+                    around.meta = Some(Arc::new(meta));
                 }
             }
             for v in keys.roles.into_iter().flatten().filter_map(Node::str) {
@@ -224,6 +232,7 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
             around.hints.truncate(saved.0);
             around.gpu = saved.1;
             around.pod = saved.2;
+            around.meta = saved.3;
         }
         Node::Seq(s) => {
             for item in &s.items {
@@ -245,6 +254,8 @@ const LWS_VARS: (&str, &str) = ("LWS_GROUP_SIZE", "LWS_WORKER_INDEX");
 const RBG_LWP_VARS: (&str, &str) = ("RBG_LWP_GROUP_SIZE", "RBG_LWP_WORKER_INDEX");
 const INDEX_VARS: [&str; 2] = [LWS_VARS.1, RBG_LWP_VARS.1];
 const LWS_LEADER: &str = "LWS_LEADER_ADDRESS";
+/// The label LeaderWorkerSet gives each pod with its set's name.
+const LWS_NAME_LABEL: &str = "leaderworkerset.sigs.k8s.io/name";
 /// The variables a leader-worker controller gives each pod, which the linter sets as it reads
 /// the pods: the pods' environment, but not the deployment's.
 pub const POD_VARS: [&str; 5] = [LWS_VARS.0, LWS_VARS.1, LWS_LEADER, RBG_LWP_VARS.0, RBG_LWP_VARS.1];
@@ -385,6 +396,24 @@ fn pod_settings(keys: &Keys, outer: Option<&Pod>) -> Option<Pod> {
     Some(pod)
 }
 
+/// The labels, annotations and namespace of the `metadata` of `object` (a pod, a pod template,
+/// or an object with pods of its own); the namespace of the object around a template is the
+/// template's.
+fn pod_meta(metadata: &Node, object: &Node, outer: Option<&PodMeta>) -> Option<PodMeta> {
+    let Node::Map(_) = metadata else { return None };
+    let pairs = |key: &str| -> Vec<(String, String)> {
+        let Some(Node::Map(m)) = metadata.get(key) else { return Vec::new() };
+        m.entries.iter().filter_map(|(k, v)| Some((k.text.to_string(), v.str()?.to_owned()))).collect()
+    };
+    let namespace = metadata.get("namespace").and_then(Node::str).map(str::to_owned);
+    Some(PodMeta {
+        labels: pairs("labels"),
+        annotations: pairs("annotations"),
+        namespace: namespace.or_else(|| outer.and_then(|o| o.namespace.clone())),
+        pod: object.get("spec").and_then(|s| s.get("containers")).is_some(),
+    })
+}
+
 /// The cluster settings of a container: its pod's, its variables read from Secrets, and the
 /// volume it mounts as the Hugging Face cache. `None` when there are none.
 fn container_settings(keys: &Keys, pod: Option<&Pod>) -> Option<crate::deployment::Kubernetes> {
@@ -431,6 +460,15 @@ fn container(keys: &Keys, file: usize, dialect: Dialect, around: &mut Surroundin
         Dialect::Compose => None,
     };
     let outer_settings = std::mem::replace(&mut around.kubernetes, settings);
+    // A LeaderWorkerSet labels each pod with its set and its index in the group.
+    let rank = around.env.iter().rev().find(|(k, _)| k == LWS_VARS.1).map(|(_, v)| v.clone());
+    let outer_meta = around.meta.clone();
+    if let (Some(lws), Some(rank)) = (&around.lws_group, rank) {
+        let mut meta = around.meta.as_deref().cloned().unwrap_or_default();
+        meta.labels.push((LWS_NAME_LABEL.to_owned(), lws.name.clone()));
+        meta.labels.push((crate::render::WORKER_INDEX_LABEL.to_owned(), rank));
+        around.meta = Some(Arc::new(meta));
+    }
     match keys.env.or(keys.environment) {
         Some(Node::Seq(s)) => {
             for item in &s.items {
@@ -477,6 +515,7 @@ fn container(keys: &Keys, file: usize, dialect: Dialect, around: &mut Surroundin
     around.version = version;
     around.image = outer_image;
     around.kubernetes = outer_settings;
+    around.meta = outer_meta;
 }
 
 /// The words of a container's command: `command` then `args` (Kubernetes), `entrypoint` then

@@ -149,10 +149,29 @@ pub struct RouterEntryInfo {
     pub view: RouterView,
     /// The word of each token.
     pub words: Arc<[Word]>,
-    /// Token index of the `--prefill` of each `view.prefills` entry.
+    /// Token index of the `--prefill` of each `view.prefills` entry (entries from service
+    /// discovery, which follow, have none).
     pub prefill_tokens: Vec<usize>,
-    /// Token index of the `--decode` of each `view.decodes` entry.
+    /// Token index of the `--decode` of each `view.decodes` entry (entries from service
+    /// discovery, which follow, have none).
     pub decode_tokens: Vec<usize>,
+    /// With `--service-discovery`: the prefill and decode server launches the router registers.
+    pub discovered: Option<[Vec<usize>; 2]>,
+    /// With `--service-discovery`: what its selectors miss.
+    pub misses: Vec<DiscoveryMiss>,
+}
+
+/// A side that a router with `--service-discovery` misses (PD049).
+#[derive(Clone, Debug)]
+pub struct DiscoveryMiss {
+    pub role: Role,
+    /// The selector, as written.
+    pub selector: String,
+    /// Where the selector flag is.
+    pub origin: Origin,
+    /// A server launch the selector matches that listens on another port than the router's
+    /// discovery port, with that port; `None` when the selector matches no server pod.
+    pub server: Option<(usize, Option<u16>)>,
 }
 
 /// One deployment found in the material: servers linked by a router or serving the same model.
@@ -265,8 +284,13 @@ fn sbatch_gpu(text: &str) -> Option<Gpu> {
 }
 
 fn stem_hint(name: &str) -> String {
-    let base = name.rsplit('/').next().unwrap_or(name);
+    let base = base_name(name);
     base.split('.').next().unwrap_or(base).to_ascii_lowercase()
+}
+
+/// A file's name without its directories.
+fn base_name(name: &str) -> &str {
+    name.rsplit('/').next().unwrap_or(name)
 }
 
 /// Reads every input and lints what it finds.
@@ -398,7 +422,10 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
             }
         }
     }
-    // Link servers to routers by port (and host, when the server names one).
+    for info in &mut routers {
+        discover(info, &servers, launches, files);
+    }
+    // Link servers to routers by port (and host, when the server names one), or as discovered.
     // Linked: `Some(role)`, or `Some(None)` when entries of both kinds use the server's port.
     // A recipe's launches link and group only among themselves.
     let scope_of = |k: usize| launches[k].scope.as_ref();
@@ -406,17 +433,22 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
         if scope_of(r.launch) != scope_of(s.launch) {
             return None;
         }
+        // Linked as a prefill or a decode, or `Some(None)` as both.
+        let role = |prefill: bool, decode: bool| match (prefill, decode) {
+            (true, false) => Some(Some(Role::Prefill)),
+            (false, true) => Some(Some(Role::Decode)),
+            (true, true) => Some(None),
+            (false, false) => None,
+        };
+        if let Some([prefills, decodes]) = &r.discovered {
+            return role(prefills.contains(&s.launch), decodes.contains(&s.launch));
+        }
         let port = v.port()?;
         let host = v.explicit("host").filter(|h| !is_wildcard(h));
         let hit = |e: &RouterEntry| {
             e.port == port && host.as_deref().is_none_or(|h| h == e.host || loopback(h) && loopback(&e.host))
         };
-        match (r.view.prefills.iter().any(hit), r.view.decodes.iter().any(hit)) {
-            (true, false) => Some(Some(Role::Prefill)),
-            (false, true) => Some(Some(Role::Decode)),
-            (true, true) => Some(None),
-            (false, false) => None,
-        }
+        role(r.view.prefills.iter().any(hit), r.view.decodes.iter().any(hit))
     };
     let model_of = |v: &ServerView| v.value("model_path").unwrap_or_default();
     // Groups as (router index, server indices).
@@ -644,8 +676,7 @@ fn assign_instances(entries: &mut [ServerEntry], files: &[SourceFile], launches:
     for (e, (inst, node)) in entries.iter_mut().zip(instance_of) {
         let l = &launches[e.launch];
         let (line, _) = files[l.file].position(l.at);
-        let name = &files[l.file].name;
-        let base = name.rsplit('/').next().unwrap_or(name);
+        let base = base_name(&files[l.file].name);
         // A variant of a recipe file: `variant, file`.
         let variant = l.scope.as_ref().filter(|s| s.variant).and_then(|s| s.name.as_deref());
         let base = variant.map_or_else(|| base.to_owned(), |v| [v, ", ", base].concat());
@@ -671,7 +702,14 @@ fn group_name(
 ) -> String {
     let first = entries.first().map(|e| e.launch).or(router.map(|r| r.launch));
     let Some(l) = first.map(|k| &launches[k]) else { return "lint".into() };
-    let stem = match l.scope.as_ref().and_then(|s| s.name.as_deref()) {
+    // A recipe's name, else the application instance its pods' labels name (Kubernetes'
+    // recommended label, which `render` writes), else the file's name.
+    let instance = l
+        .meta
+        .as_deref()
+        .and_then(|m| m.labels.iter().find(|(k, _)| k == crate::render::INSTANCE_LABEL))
+        .map(|(_, v)| v);
+    let stem = match l.scope.as_ref().and_then(|s| s.name.as_deref()).or(instance.map(String::as_str)) {
         Some(name) => name.to_ascii_lowercase(),
         None => stem_hint(&files[l.file].name),
     };
@@ -729,11 +767,11 @@ fn router_info(k: usize, l: &Launch, files: &[SourceFile], release: RouterReleas
         match u.dest {
             "prefill" => {
                 let bootstrap = parts.next().and_then(|p| p.parse::<u16>().ok());
-                prefills.push(RouterEntry { host, port, bootstrap_port: bootstrap, origin });
+                prefills.push(RouterEntry { host, port, bootstrap_port: bootstrap, origin, discovered: false });
                 prefill_tokens.push(u.index);
             }
             "decode" => {
-                decodes.push(RouterEntry { host, port, bootstrap_port: None, origin });
+                decodes.push(RouterEntry { host, port, bootstrap_port: None, origin, discovered: false });
                 decode_tokens.push(u.index);
             }
             _ => {}
@@ -752,7 +790,83 @@ fn router_info(k: usize, l: &Launch, files: &[SourceFile], release: RouterReleas
         origins,
         release,
     };
-    RouterEntryInfo { launch: k, view, words: l.args.clone(), prefill_tokens, decode_tokens }
+    RouterEntryInfo {
+        launch: k,
+        view,
+        words: l.args.clone(),
+        prefill_tokens,
+        decode_tokens,
+        discovered: None,
+        misses: Vec::new(),
+    }
+}
+
+/// The servers a router with `--service-discovery` registers: each server pod its prefill or
+/// decode selector matches (in its namespace, when it names one) is an entry at the discovery
+/// port, a prefill's with the bootstrap port its pod's annotation gives, and is linked to the
+/// router. A selector that matches no pod, and a server that listens on another port, are
+/// misses (PD049).
+fn discover(info: &mut RouterEntryInfo, servers: &[(Pre, ServerView)], launches: &[Launch], files: &[SourceFile]) {
+    let view = &mut info.view;
+    if !matches!(view.parsed.get("service_discovery"), Some(ArgValue::Switch(true))) {
+        return;
+    }
+    let value = |dest: &str| {
+        view.parsed
+            .get(dest)
+            .map(ArgValue::as_text)
+            .or_else(|| view.release.spec().default_text(dest).map(str::to_owned))
+    };
+    let port: u16 = value("service_discovery_port").and_then(|p| p.parse().ok()).unwrap_or(80);
+    let namespace = value("service_discovery_namespace");
+    let mut linked = [Vec::new(), Vec::new()];
+    let mut found = [Vec::new(), Vec::new()];
+    for (role, dest) in [(Role::Prefill, "prefill_selector"), (Role::Decode, "decode_selector")] {
+        let Some(u) = view.parsed.last_use(dest) else { continue };
+        let selector: Vec<String> = match &u.value {
+            ArgValue::Many(v) => v.clone(),
+            other => vec![other.as_text()],
+        };
+        let origin = view.origins.get(u.index).cloned().unwrap_or(Origin::Derived);
+        let miss = |server| DiscoveryMiss { role, selector: selector.join(" "), origin: origin.clone(), server };
+        let (mut matched, mut labelled) = (false, false);
+        for (pre, v) in servers {
+            let l = &launches[pre.launch];
+            let Some(meta) = l.meta.as_deref().filter(|m| m.pod) else { continue };
+            labelled = true;
+            let elsewhere = namespace.as_deref().is_some_and(|n| meta.namespace.as_deref().is_some_and(|m| m != n));
+            if elsewhere || !meta.matches(&selector) || l.scope.is_some() {
+                continue;
+            }
+            let f = &files[l.file];
+            let host = l
+                .machine
+                .clone()
+                .unwrap_or_else(|| format!("pod of {role} ({}:{})", base_name(&f.name), f.position(l.at).0));
+            let bootstrap = meta.annotation(crate::render::BOOTSTRAP_ANNOTATION).and_then(|b| b.trim().parse().ok());
+            let bootstrap_port = bootstrap.filter(|_| role == Role::Prefill);
+            found[role as usize].push(RouterEntry {
+                host,
+                port,
+                bootstrap_port,
+                origin: origin.clone(),
+                discovered: true,
+            });
+            matched = true;
+            linked[role as usize].push(pre.launch);
+            if v.port() != Some(port) {
+                info.misses.push(miss(Some((pre.launch, v.port()))));
+            }
+        }
+        // Pods an operator makes get labels the material does not show.
+        if !matched && labelled {
+            info.misses.push(miss(None));
+        }
+    }
+    let [prefills, decodes] = found;
+    view.prefills.extend(prefills);
+    view.decodes.extend(decodes);
+    info.discovered = Some(linked);
 }
 
 /// Position key of a word: (file name, line, column).
@@ -1023,6 +1137,9 @@ fn lint_group(
                    in the app), one of the known releases (`pdlaunch lint --help`)";
         extra.push(Finding::new(&rules::PD024, message, fix).severity(Severity::Note));
     }
+    if let Some(r) = &group.router {
+        extra.extend(r.misses.iter().map(|m| discovery_miss(m, group, r, files, launches)));
+    }
     let pair_rule = &rules::PD045;
     if !pd_evidence {
         findings.retain(|f| f.code != "PD037");
@@ -1065,6 +1182,55 @@ fn lint_group(
             .map(|f| LintFinding { places: places(&f, &locator, files, launches), group: g, finding: f })
             .collect(),
     )
+}
+
+/// PD049: what a discovering router's selector misses.
+fn discovery_miss(
+    m: &DiscoveryMiss,
+    group: &Group,
+    r: &RouterEntryInfo,
+    files: &[SourceFile],
+    launches: &[Launch],
+) -> Finding {
+    let flag = format!("--{}-selector", m.role);
+    let namespace = r.view.parsed.get("service_discovery_namespace").map(ArgValue::as_text);
+    let within = namespace.as_deref().map(|n| format!(" in namespace {n}")).unwrap_or_default();
+    let at_router = |f: Finding| f.at_origin("router", Some(&flag), m.origin.clone());
+    let Some((launch, listens)) = m.server else {
+        let message = format!(
+            "the router's `{flag} {}` matches no {} server pod{within}: the router has no {} server, so every request \
+             fails",
+            m.selector, m.role, m.role
+        );
+        let fix = format!(
+            "give the {} pod template the labels `{}`{within}, or select the labels it has",
+            m.role, m.selector
+        );
+        return at_router(Finding::new(&rules::PD049, message, fix));
+    };
+    let port = r.view.parsed.get("service_discovery_port").map_or_else(|| "80".to_owned(), ArgValue::as_text);
+    let server = group.servers.iter().find(|s| s.launch == launch);
+    let label = server.map_or_else(
+        || {
+            let f = &files[launches[launch].file];
+            format!("the {} at {}:{}", m.role, base_name(&f.name), f.position(launches[launch].at).0)
+        },
+        |s| s.view.label.clone(),
+    );
+    let message = format!(
+        "the router reaches {label}, which its `{flag}` selects, at `--service-discovery-port {port}`, but it listens on \
+         {}: the router's requests and health checks reach nothing there",
+        listens.map_or_else(|| "no known port".to_owned(), |p| p.to_string())
+    );
+    let fix = format!(
+        "give every server `--port {port}`, or the router the servers' port: it reaches the pods of both sides at one \
+         port"
+    );
+    let f = at_router(Finding::new(&rules::PD049, message, fix));
+    match server {
+        Some(s) => f.at(&s.view, "port"),
+        None => f,
+    }
 }
 
 /// Findings of one rule at the very same places are one finding: servers that one written

@@ -491,10 +491,18 @@ fn fuzz_whole_linter_on_mutated_fixtures() {
 }
 
 /// The Kubernetes manifests of a deployment with multi-node instances, two of them on the
-/// prefill side (LeaderWorkerSet replicas), leaked for the fixtures' lifetime.
+/// prefill side (LeaderWorkerSet replicas), every cluster setting, and a router that discovers
+/// the pods by their labels, leaked for the fixtures' lifetime.
 fn rendered_leader_worker_sets() -> &'static str {
     let mut d = crate::examples::example("deepseek-v3-dp-deepep").expect("example");
     d.prefill.instances.push(d.prefill.instances[0].clone());
+    let k = &mut d.kubernetes;
+    k.namespace = Some("llm".into());
+    k.service_discovery = true;
+    k.node_selector.insert("nvidia.com/gpu.product".into(), "NVIDIA-H200".into());
+    k.tolerations = vec!["nvidia.com/gpu:NoSchedule".into()];
+    k.secret_env.insert("HF_TOKEN".into(), "hf-token/token".into());
+    k.model_cache = Some("hf-cache".into());
     let text = crate::render::render_kubernetes(&d).expect("renders").contents;
     Box::leak(text.into_boxed_str())
 }

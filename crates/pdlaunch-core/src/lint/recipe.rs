@@ -420,6 +420,7 @@ fn scan_one(doc: &Node, file: usize, base: &Surroundings, scope: Scope, out: &mu
                     machine: Some(node),
                     scope: scope.clone(),
                     kubernetes: None,
+                    meta: None,
                 });
             }
             if disaggregated {
@@ -475,6 +476,7 @@ fn router(
         machine: Some("node0".into()),
         scope,
         kubernetes: None,
+        meta: None,
     }
 }
 

@@ -538,9 +538,28 @@ impl<'a> Builder<'a> {
             let end = v.parsed.uses.iter().map(|u| u.index).filter(|&i| i > p.index).min().unwrap_or(v.tokens.len());
             extra.extend(v.tokens[p.index..end].iter().cloned());
         }
+        // A router that discovers its servers renders as `kubernetes.service_discovery`, with
+        // selectors and a port of its own.
+        let discovery = r.discovered.is_some();
+        if discovery {
+            let k = &mut self.doc["kubernetes"];
+            k["service_discovery"] = Value::Bool(true);
+            if let (Value::Null, Some(ns)) = (&k["namespace"], v.parsed.get("service_discovery_namespace")) {
+                k["namespace"] = Value::String(ns.as_text());
+            }
+        }
+        let discovery_flags = [
+            "service_discovery",
+            "prefill_selector",
+            "decode_selector",
+            "service_discovery_port",
+            "service_discovery_namespace",
+        ];
         let mut router = Map::new();
         for u in &v.parsed.uses {
-            if matches!(u.dest, "prefill" | "decode" | "pd_disaggregation") {
+            if matches!(u.dest, "prefill" | "decode" | "pd_disaggregation")
+                || discovery && discovery_flags.contains(&u.dest)
+            {
                 continue;
             }
             if v.parsed.last_use(u.dest).map(|l| l.index) != Some(u.index) {

@@ -769,3 +769,62 @@ fn leader_worker_set_replicas_are_instances_on_pods_of_their_own() {
         .collect();
     assert!(!found.is_empty() && found.iter().all(|m| m.contains("ports 5000-5006 on host 10.0.0.1")), "{found:#?}");
 }
+
+/// A router that finds its servers by their pods' labels (SGLang's gateway guide): each pod its
+/// selectors match is an entry at the discovery port, a prefill's bootstrap port is its pod's
+/// annotation, and a selector that matches no pod leaves that side unserved.
+#[test]
+fn a_discovering_router_serves_the_pods_its_selectors_match() {
+    let worker = |role: &str, port: u16, annotation: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: llama-{role}, namespace: prod}}\nspec:\n  template:\n    \
+             metadata:\n      labels: {{app: sglang-worker, component: {role}}}\n{annotation}    spec:\n      containers:\n      \
+             - name: {role}\n        command: [python3, -m, sglang.launch_server, --model-path, meta-llama/Llama-3.1-8B-Instruct, \
+             --disaggregation-mode, {role}, --host, 0.0.0.0, --port, '{port}']\n---\n"
+        )
+    };
+    let router = |selector: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: gateway, namespace: prod}}\nspec:\n  template:\n    spec:\n      \
+             containers:\n      - name: router\n        command: [python3, -m, sglang_router.launch_router, --pd-disaggregation, \
+             --service-discovery, --prefill-selector, app=sglang-worker, component={selector}, --decode-selector, \
+             app=sglang-worker, component=decode, --service-discovery-port, '8000', --service-discovery-namespace, prod]\n"
+        )
+    };
+    let bootstrap = |port: &str| format!("      annotations: {{sglang.ai/bootstrap-port: '{port}'}}\n");
+    let text = worker("prefill", 8000, &bootstrap("8998")) + &worker("decode", 8000, "") + &router("prefill");
+    let l = run(&[("gw.yaml", &text)]);
+    assert_eq!(l.groups.len(), 1, "{:#?}", l.groups);
+    assert!(codes(&l).is_empty(), "{:#?}", l.findings);
+    let r = l.groups[0].router.as_ref().unwrap();
+    assert_eq!((r.view.prefills.len(), r.view.decodes.len(), r.view.prefills[0].bootstrap_port), (1, 1, Some(8998)));
+    // The annotation names another port than the prefill binds: PD017, with no words to fix.
+    let text = worker("prefill", 8000, &bootstrap("9000")) + &worker("decode", 8000, "") + &router("prefill");
+    let l = run(&[("gw.yaml", &text)]);
+    assert!(codes(&l).contains(&"PD017"), "{:#?}", l.findings);
+    assert_eq!(fixed(&[("gw.yaml", &text)]), std::slice::from_ref(&text));
+    // The reconstruction discovers too.
+    let back = crate::lint::reconstruct::deployment(&run(&[("gw.yaml", &text)]), 0).unwrap().deployment;
+    assert!(back.kubernetes.service_discovery && back.kubernetes.namespace.as_deref() == Some("prod"));
+    assert!(back.router.extra_args.is_empty(), "{:?}", back.router.extra_args);
+    // A selector that matches no pod, and a server on another port than the router reaches.
+    let text = worker("prefill", 8000, &bootstrap("8998")) + &worker("decode", 8001, "") + &router("prefil");
+    let l = run(&[("gw.yaml", &text)]);
+    assert!(l.groups.iter().all(|g| g.router.as_ref().is_none_or(|r| r.view.prefills.is_empty())));
+    let misses: Vec<&str> =
+        l.findings.iter().filter(|f| f.finding.code == "PD049").map(|f| f.finding.message.as_str()).collect();
+    assert_eq!(misses.len(), 2, "{:#?}", l.findings);
+    assert!(misses[0].contains(
+        "`--prefill-selector app=sglang-worker component=prefil` matches no prefill server pod in namespace prod"
+    ));
+    assert!(
+        misses[1].contains("reaches decode[0] (gw.yaml:24)") && misses[1].contains("listens on 8001"),
+        "{}",
+        misses[1]
+    );
+    // Pods of another namespace are not the router's.
+    let elsewhere = text.replace("llama-decode, namespace: prod", "llama-decode, namespace: dev");
+    assert_ne!(elsewhere, text);
+    let l = run(&[("gw.yaml", &elsewhere)]);
+    assert!(l.findings.iter().any(|f| f.finding.message.contains("matches no decode server pod")), "{:#?}", l.findings);
+}

@@ -23,6 +23,12 @@ use crate::yaml_value;
 const LEADER_ADDRESS: &str = "$(LWS_LEADER_ADDRESS)";
 /// The pod's index in its group (0 on the leader).
 const WORKER_INDEX: &str = "$(LWS_WORKER_INDEX)";
+/// The label naming the application instance (the deployment) an object belongs to.
+pub(crate) const INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
+/// The annotation the router's service discovery reads a prefill pod's bootstrap port from.
+pub(crate) const BOOTSTRAP_ANNOTATION: &str = "sglang.ai/bootstrap-port";
+/// The label LeaderWorkerSet gives each pod with its index in its group (0 on the leader).
+pub(crate) const WORKER_INDEX_LABEL: &str = "leaderworkerset.sigs.k8s.io/worker-index";
 /// Longest StatefulSet name whose pods Kubernetes can label with their revision.
 const MAX_STATEFUL_SET: usize = 52;
 
@@ -51,6 +57,8 @@ struct Layout {
     image: String,
     /// The `kubernetes` section.
     cluster: Cluster,
+    /// The port of every server, when the router discovers them.
+    discovery: Option<u16>,
 }
 
 /// Why the pods of a set cannot share a template.
@@ -70,15 +78,16 @@ pub fn render_kubernetes(d: &Deployment) -> Result<RenderedFile, String> {
 fn layout(d: &Deployment) -> Result<Layout, String> {
     check_name(&d.name)?;
     let cluster = cluster(&d.kubernetes)?;
+    let port = discovery_port(d)?;
     let mut apart = [false; 2];
     loop {
         let sets = sets(d, apart);
         check_pod_names(d, &sets)?;
-        let plan = plan(&place(d, &sets));
+        let plan = plan(&place(d, &sets, port));
         match templates(&plan, &sets) {
             Ok(templates) => {
                 check_secret_env(&plan, &cluster)?;
-                return Ok(Layout { sets, plan, templates, image: image(d)?, cluster });
+                return Ok(Layout { sets, plan, templates, image: image(d)?, cluster, discovery: port });
             }
             Err(Differs::Instances(role)) if !apart[role as usize] => apart[role as usize] = true,
             Err(Differs::Instances(role)) => unreachable!("a {role} set of one instance has no other instance"),
@@ -97,6 +106,32 @@ fn check_name(name: &str) -> Result<(), String> {
              letters, digits and `-`, starting with a letter and ending with a letter or digit; rename the deployment"
         ))
     }
+}
+
+/// The one port every server listens on when the router discovers them (the router reaches
+/// every pod at `--service-discovery-port`); `None` without discovery.
+fn discovery_port(d: &Deployment) -> Result<Option<u16>, String> {
+    if !d.kubernetes.service_discovery {
+        return Ok(None);
+    }
+    if d.kubernetes.namespace.is_none() {
+        return Err("`kubernetes.service_discovery` needs `kubernetes.namespace`: the router watches the pods of one \
+                    namespace, and its RoleBinding must name it; set the namespace the manifests go to"
+            .into());
+    }
+    let port = d.prefill.instances.first().and_then(|i| i.port).unwrap_or(crate::plan::default_port(Role::Prefill));
+    for role in Role::BOTH {
+        for (i, inst) in d.side(role).instances.iter().enumerate() {
+            if let Some(own) = inst.port.filter(|p| *p != port) {
+                return Err(format!(
+                    "`{role}.instances[{i}].port` is {own}, but with `kubernetes.service_discovery` the router reaches \
+                     every server at one port (`--service-discovery-port`), here {port}; give every instance that \
+                     port, or none"
+                ));
+            }
+        }
+    }
+    Ok(Some(port))
 }
 
 /// A variable read from a Secret must not also have a plain value: Kubernetes would keep the one
@@ -155,13 +190,17 @@ fn check_pod_names(d: &Deployment, sets: &[Set]) -> Result<(), String> {
 }
 
 /// The deployment as it runs on the pods: hosts are the pods' names, everything binds all
-/// addresses, and GPUs are numbered from 0 in each pod.
-fn place(d: &Deployment, sets: &[Set]) -> Deployment {
+/// addresses, GPUs are numbered from 0 in each pod, and with service discovery every server
+/// listens on `port`.
+fn place(d: &Deployment, sets: &[Set], port: Option<u16>) -> Deployment {
     let mut placed = d.clone();
     for set in sets {
         let side = placed.side_mut(set.role);
         side.bind_host = Some("0.0.0.0".into());
         for (g, &i) in set.instances.iter().enumerate() {
+            if port.is_some() {
+                side.instances[i].port = port;
+            }
             for (k, node) in side.instances[i].nodes.iter_mut().enumerate() {
                 node.host = format!("{}.{}", pod_name(&set.name, g, k), set.name);
                 node.base_gpu_id = None;
@@ -284,6 +323,7 @@ impl Yaml {
     fn first(&mut self, indent: usize, key: &str, value: &str) {
         self.line(indent, &format!("- {key}: {}", yaml_value::string(value)));
     }
+    /// An object's metadata (`name` given) or a pod template's.
     fn metadata(&mut self, indent: usize, d: &Deployment, name: Option<&str>, component: &str) {
         self.key(indent, "metadata");
         if let Some(name) = name {
@@ -297,7 +337,7 @@ impl Yaml {
     }
     fn labels(&mut self, indent: usize, d: &Deployment, component: &str) {
         self.pair(indent, "app.kubernetes.io/name", "sglang");
-        self.pair(indent, "app.kubernetes.io/instance", &d.name);
+        self.pair(indent, INSTANCE_LABEL, &d.name);
         self.pair(indent, "app.kubernetes.io/component", component);
     }
     /// A container's `env`: values, then variables read from Secrets (left out when empty).
@@ -419,6 +459,13 @@ fn pod(y: &mut Yaml, indent: usize, d: &Deployment, layout: &Layout, k: usize, l
     }
 
     y.metadata(indent, d, None, set.role.as_str());
+    // The router's service discovery reads a prefill leader's bootstrap port here.
+    if let (Some(_), true, Role::Prefill) = (layout.discovery, leader, set.role) {
+        if let Some(port) = port(&flags::BOOTSTRAP_PORT) {
+            y.key(indent + 2, "annotations");
+            y.pair(indent + 4, BOOTSTRAP_ANNOTATION, &port.to_string());
+        }
+    }
     y.key(indent, "spec");
     let i = indent + 2;
     if rdma {
@@ -519,8 +566,46 @@ fn leader_worker_set(y: &mut Yaml, d: &Deployment, layout: &Layout, k: usize) {
 }
 
 /// The router's Deployment and the Service in front of it.
-fn router(y: &mut Yaml, d: &Deployment, plan: &Plan) {
+/// The router's argv: the plan's, or with service discovery the plan's without its lists of
+/// servers, which the labels of the leader pods replace.
+fn router_argv(d: &Deployment, layout: &Layout) -> Vec<String> {
+    let plan = &layout.plan;
+    let Some(port) = layout.discovery else { return plan.router_argv() };
+    let mut argv = plan.router_argv()[..3].to_vec();
+    for a in &plan.router.args {
+        if is(a.flag, &flags::R_PREFILL) || is(a.flag, &flags::R_DECODE) {
+            continue;
+        }
+        argv.extend(a.tokens.iter().cloned());
+        if is(a.flag, &flags::R_PD_DISAGGREGATION) {
+            argv.push(flags::R_SERVICE_DISCOVERY.name.into());
+            for (flag, role) in [(&flags::R_PREFILL_SELECTOR, Role::Prefill), (&flags::R_DECODE_SELECTOR, Role::Decode)]
+            {
+                argv.push(flag.name.into());
+                argv.extend(leader_selector(d, role).into_iter().map(|(k, v)| format!("{k}={v}")));
+            }
+            argv.extend([flags::R_SERVICE_DISCOVERY_PORT.name.into(), port.to_string()]);
+            argv.push(flags::R_SERVICE_DISCOVERY_NAMESPACE.name.into());
+            argv.extend(d.kubernetes.namespace.clone());
+        }
+    }
+    argv
+}
+
+/// The labels of one side's leader pods.
+fn leader_selector(d: &Deployment, role: Role) -> [(&'static str, String); 3] {
+    [
+        (INSTANCE_LABEL, d.name.clone()),
+        ("app.kubernetes.io/component", role.as_str().to_owned()),
+        (WORKER_INDEX_LABEL, "0".to_owned()),
+    ]
+}
+
+/// The router's Deployment and the Service in front of it; with service discovery, the
+/// ServiceAccount it runs as and the Role that lets it watch the pods.
+fn router(y: &mut Yaml, d: &Deployment, layout: &Layout) {
     let name = format!("{}-router", d.name);
+    let plan = &layout.plan;
     let port = plan.router.port;
     y.pair(0, "apiVersion", "apps/v1");
     y.pair(0, "kind", "Deployment");
@@ -533,12 +618,15 @@ fn router(y: &mut Yaml, d: &Deployment, plan: &Plan) {
     y.key(2, "template");
     y.metadata(4, d, None, "router");
     y.key(4, "spec");
+    if layout.discovery.is_some() {
+        y.pair(6, "serviceAccountName", &name);
+    }
     y.pull_secrets(6, &d.kubernetes.image_pull_secrets);
     y.key(6, "containers");
     y.first(6, "name", "router");
     y.pair(8, "image", &d.router.image.clone().unwrap_or_else(|| default_router_image(d.router_version)));
     y.key(8, "command");
-    for word in plan.router_argv() {
+    for word in router_argv(d, layout) {
         y.item(8, &escape(&word));
     }
     y.env(8, &plan.router.env, &[]);
@@ -554,6 +642,43 @@ fn router(y: &mut Yaml, d: &Deployment, plan: &Plan) {
     y.first(2, "name", "http");
     y.plain(4, "port", port);
     y.plain(4, "targetPort", port);
+    if layout.discovery.is_some() {
+        discovery_access(y, d, &name);
+    }
+}
+
+/// The router's ServiceAccount, and the Role and RoleBinding that let it watch the pods of its
+/// namespace.
+fn discovery_access(y: &mut Yaml, d: &Deployment, name: &str) {
+    y.line(0, "---");
+    y.pair(0, "apiVersion", "v1");
+    y.pair(0, "kind", "ServiceAccount");
+    y.metadata(0, d, Some(name), "router");
+    y.line(0, "---");
+    y.pair(0, "apiVersion", "rbac.authorization.k8s.io/v1");
+    y.pair(0, "kind", "Role");
+    y.metadata(0, d, Some(name), "router");
+    y.key(0, "rules");
+    y.key(0, "- apiGroups");
+    y.item(2, "");
+    y.key(2, "resources");
+    y.item(2, "pods");
+    y.key(2, "verbs");
+    for verb in ["get", "list", "watch"] {
+        y.item(2, verb);
+    }
+    y.line(0, "---");
+    y.pair(0, "apiVersion", "rbac.authorization.k8s.io/v1");
+    y.pair(0, "kind", "RoleBinding");
+    y.metadata(0, d, Some(name), "router");
+    y.key(0, "roleRef");
+    y.pair(2, "apiGroup", "rbac.authorization.k8s.io");
+    y.pair(2, "kind", "Role");
+    y.pair(2, "name", name);
+    y.key(0, "subjects");
+    y.first(0, "kind", "ServiceAccount");
+    y.pair(2, "name", name);
+    y.pair(2, "namespace", d.kubernetes.namespace.as_deref().unwrap_or_default());
 }
 
 fn manifest(d: &Deployment, layout: &Layout) -> RenderedFile {
@@ -561,10 +686,16 @@ fn manifest(d: &Deployment, layout: &Layout) -> RenderedFile {
     let mut y = Yaml(header(plan));
     y.0.push_str(
         "# Needs the LeaderWorkerSet controller (leaderworkerset.x-k8s.io/v1); `kubectl apply -f` this file\n\
-         # in one namespace. Each instance is one group of pods, one pod per node, and the router reaches\n\
-         # the leaders by their pod names. Pods that use RDMA (`ib_device`) run on the host network.\n\
-         # A local model path is mounted from the same path on the node.\n",
+         # in one namespace. Each instance is one group of pods, one pod per node. Pods that use RDMA\n\
+         # (`ib_device`) run on the host network. A local model path is mounted from the same path on the node.\n",
     );
+    y.0.push_str(match layout.discovery {
+        None => "# The router reaches the leaders by their pod names: render again after changing `instances`.\n",
+        Some(_) => {
+            "# The router finds the leader pods by their labels, so `kubectl scale leaderworkerset` adds groups\n\
+             # it serves without a new router command.\n"
+        }
+    });
     let k = &layout.cluster;
     if k.placement.iter().any(|p| p.node_selector.is_empty()) {
         y.0.push_str(
@@ -587,7 +718,7 @@ fn manifest(d: &Deployment, layout: &Layout) -> RenderedFile {
         leader_worker_set(&mut y, d, layout, k);
     }
     y.line(0, "---");
-    router(&mut y, d, plan);
+    router(&mut y, d, layout);
     RenderedFile { name: format!("{}.kubernetes.yaml", d.name), contents: y.0, executable: false }
 }
 
@@ -667,11 +798,13 @@ mod tests {
         let mut local = example("deepseek-v3-dp-deepep").unwrap();
         local.model.path = "/models/deepseek-v3".into();
         local.kubernetes.model_cache = Some("/data/hf".into());
-        deployments.extend([own, local, in_cluster()]);
+        let mut discovered = discovering("deepseek-v3-dp-deepep");
+        discovered.prefill.instances.push(discovered.prefill.instances[0].clone());
+        deployments.extend([own, local, in_cluster(), discovered, discovering("qwen3-2p1d-nixl")]);
         for d in deployments {
             let text = rendered(&d);
-            // The reconstructed deployment is named after the file.
-            let linted = lint(&[Input::new(format!("{}.yaml", d.name), text.as_str())], &Options::default());
+            // The reconstructed deployment is named after the pods' instance label.
+            let linted = lint(&[Input::new("k8s.yaml", text.as_str())], &Options::default());
             let back = crate::lint::reconstruct::deployment(&linted, 0).unwrap().deployment;
             assert_eq!((&back.launcher.image, &back.router.image), (&d.launcher.image, &d.router.image));
             assert_eq!(back.kubernetes, d.kubernetes, "{}", d.name);
@@ -795,6 +928,76 @@ mod tests {
         assert!(router.get("nodeSelector").is_none() && router.get("tolerations").is_none());
         assert_eq!(router["imagePullSecrets"][0]["name"], "regcred");
         assert!(!text[text.find("kind: Deployment").unwrap()..].contains("HF_TOKEN"));
+    }
+
+    /// An example whose router discovers its servers.
+    fn discovering(name: &str) -> Deployment {
+        let mut d = example(name).unwrap();
+        d.kubernetes.namespace = Some("llm".into());
+        d.kubernetes.service_discovery = true;
+        d
+    }
+
+    #[test]
+    fn the_router_discovers_the_leader_pods() {
+        let d = discovering("deepseek-v3-dp-deepep");
+        let text = rendered(&d);
+        let docs = documents(&text);
+        let kinds: Vec<&str> = docs.iter().map(|doc| doc["kind"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            ["LeaderWorkerSet", "LeaderWorkerSet", "Deployment", "Service", "ServiceAccount", "Role", "RoleBinding"]
+        );
+        let router = &docs[2]["spec"]["template"]["spec"];
+        assert_eq!(router["serviceAccountName"], "deepseek-v3-dp-deepep-router");
+        let argv: Vec<&str> =
+            router["containers"][0]["command"].as_sequence().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+        assert!(!argv.contains(&"--prefill") && !argv.contains(&"--decode"), "{argv:?}");
+        let after = |flag: &str| argv[argv.iter().position(|w| *w == flag).unwrap() + 1..].to_vec();
+        assert_eq!(
+            after("--prefill-selector")[..3],
+            [
+                "app.kubernetes.io/instance=deepseek-v3-dp-deepep",
+                "app.kubernetes.io/component=prefill",
+                "leaderworkerset.sigs.k8s.io/worker-index=0"
+            ]
+        );
+        assert_eq!((after("--service-discovery-port")[0], after("--service-discovery-namespace")[0]), ("30000", "llm"));
+        // Every router flag exists in the router release, with a valid value.
+        let spec = d.router_version.spec();
+        let parsed = crate::spec::parse_argv(spec, &argv[3..].iter().map(|w| w.to_string()).collect::<Vec<_>>());
+        assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
+        // Every server listens on the discovery port; only a prefill leader carries its bootstrap port.
+        let p = layout(&d).unwrap().plan;
+        assert!(p.servers.iter().all(|s| s.args.iter().any(|a| a.tokens == ["--port", "30000"])));
+        let lws = |k: usize, t: &str| docs[k]["spec"]["leaderWorkerTemplate"][t]["metadata"].clone();
+        assert_eq!(lws(0, "leaderTemplate")["annotations"][BOOTSTRAP_ANNOTATION], "8998");
+        assert!(
+            lws(0, "workerTemplate").get("annotations").is_none()
+                && lws(1, "leaderTemplate").get("annotations").is_none()
+        );
+        assert_eq!(docs[6]["subjects"][0]["namespace"], "llm");
+        // Read back, the router is linked to every server it discovers, and all is clean.
+        assert_eq!(read_back(&text).len(), 5);
+        let linted = lint(&[Input::new("k8s.yaml", text.as_str())], &Options::default());
+        assert_eq!(linted.groups.len(), 1);
+        let r = linted.groups[0].router.as_ref().unwrap();
+        assert_eq!((r.view.prefills.len(), r.view.decodes.len()), (1, 1));
+        assert_eq!(r.view.prefills[0].bootstrap_port, Some(8998));
+    }
+
+    #[test]
+    fn discovery_needs_a_namespace_and_one_port() {
+        let mut d = discovering("qwen3-2p1d-nixl");
+        d.kubernetes.namespace = None;
+        let err = render_kubernetes(&d).unwrap_err();
+        assert!(err.starts_with("`kubernetes.service_discovery` needs `kubernetes.namespace`"), "{err}");
+        let mut d = discovering("qwen3-2p1d-nixl");
+        d.decode.instances[0].port = Some(31000);
+        let err = render_kubernetes(&d).unwrap_err();
+        assert!(err.starts_with("`decode.instances[0].port` is 31000") && err.contains("here 30000"), "{err}");
+        d.decode.instances[0].port = Some(30000);
+        assert!(render_kubernetes(&d).is_ok());
     }
 
     #[test]

@@ -60,6 +60,7 @@ mod pd045_incomplete_deployment;
 mod pd046_node_args_mismatch;
 mod pd047_srun_same_node_rank;
 mod pd048_node_ranks;
+mod pd049_service_discovery_misses;
 
 // Rules whose findings the linter raises itself, named directly (looking them up by code for
 // every group cost more than the lookup is worth).
@@ -68,6 +69,7 @@ pub(crate) use pd043_config_file_key::RULE as PD043;
 pub(crate) use pd044_unknown_value::RULE as PD044;
 pub(crate) use pd045_incomplete_deployment::RULE as PD045;
 pub(crate) use pd047_srun_same_node_rank::{finding as pd047, SameRank};
+pub(crate) use pd049_service_discovery_misses::RULE as PD049;
 
 /// Every rule, in code order. Codes are stable: never renumber, only append.
 pub static RULES: &[&Rule] = &[
@@ -119,6 +121,7 @@ pub static RULES: &[&Rule] = &[
     &pd046_node_args_mismatch::RULE,
     &pd047_srun_same_node_rank::RULE,
     &pd048_node_ranks::RULE,
+    &pd049_service_discovery_misses::RULE,
 ];
 
 /// The rule with this code (case-insensitive), or with this name.
@@ -319,6 +322,9 @@ pub struct RouterEntry {
     pub bootstrap_port: Option<u16>,
     /// Where it came from.
     pub origin: Origin,
+    /// True for a pod the router finds by its labels (`--service-discovery`): the host is the
+    /// pod, the port the router's discovery port, the bootstrap port the pod's annotation.
+    pub discovered: bool,
 }
 
 /// Everything the rules look at.
@@ -365,7 +371,7 @@ impl<'a> Context<'a> {
             plan.router.args.iter().flat_map(|a| a.tokens.iter().map(move |_| a.origin.clone())).collect();
         let entry = |url: &str, port: Option<u16>, origin: Origin| {
             let (host, p) = split_url(url).unwrap_or_default();
-            RouterEntry { host, port: p, bootstrap_port: port, origin }
+            RouterEntry { host, port: p, bootstrap_port: port, origin, discovered: false }
         };
         let router = RouterView {
             host: plan.router.host.clone(),
@@ -750,7 +756,7 @@ mod lint_only_tests {
         assert!(check(&nulled).findings.iter().any(|f| f.code == "PD037"));
         all.extend([repeated, nulled, deepseek()]);
         let lint_only: Vec<&Rule> = RULES.iter().copied().filter(|r| r.lint_only).collect();
-        assert_eq!(lint_only.len(), 7);
+        assert_eq!(lint_only.len(), 8);
         for d in &all {
             let plan = crate::plan::plan(d);
             let ctx = Context::from_deployment(d, &plan);

@@ -40,12 +40,37 @@ fn names(server_host: &str, url_host: &str) -> bool {
     server_host.is_empty() || server_host.eq_ignore_ascii_case(url_host) || (lo(server_host) && lo(url_host))
 }
 
-/// `--prefill http://host:port [bootstrap]` as the router has it.
+/// The router's entry: `--prefill http://host:port [bootstrap]` as the router has it, or the pod
+/// its service discovery finds, with the pod's bootstrap annotation.
 fn entry_text(e: &RouterEntry) -> String {
+    if e.discovered {
+        let annotation = match e.bootstrap_port {
+            Some(b) => format!("annotation `{ANNOTATION}: {b}`"),
+            None => format!("no `{ANNOTATION}` annotation"),
+        };
+        return format!("the router's discovered prefill `{}` ({annotation})", e.host);
+    }
+    format!("router entry `{}`", written(e))
+}
+
+/// `--prefill http://host:port [bootstrap]`.
+fn written(e: &RouterEntry) -> String {
     let url = format!("http://{}", host_port(&e.host, e.port));
     match e.bootstrap_port {
         Some(b) => format!("--prefill {url} {b}"),
         None => format!("--prefill {url}"),
+    }
+}
+
+/// The pod annotation a discovering router reads a prefill's bootstrap port from.
+const ANNOTATION: &str = "sglang.ai/bootstrap-port";
+
+/// The router flag an entry comes from.
+fn entry_flag(e: &RouterEntry) -> &'static str {
+    if e.discovered {
+        "--prefill-selector"
+    } else {
+        "--prefill"
     }
 }
 
@@ -68,30 +93,38 @@ fn check(ctx: &Context) -> Vec<Finding> {
     for e in &router.prefills {
         let entry = entry_text(e);
         let Some(p) = ctx.heads(Role::Prefill).find(|p| names(&p.host, &e.host) && p.port() == Some(e.port)) else {
+            // A discovered pod that listens elsewhere is PD049's.
+            if e.discovered {
+                continue;
+            }
             let listening: Vec<String> = ctx
                 .heads(Role::Prefill)
                 .map(|p| format!("{} on {}", p.label, host_port(&p.host, p.port().unwrap_or_default())))
                 .collect();
             let message = format!(
-                "router entry `{entry}` matches no prefill server (prefill servers listen: {})",
+                "{entry} matches no prefill server (prefill servers listen: {})",
                 if listening.is_empty() { "none".to_owned() } else { listening.join(", ") }
             );
             let fix = "point the router entry at a prefill's node-0 host and `--port`: remove `--port`/`--host` \
                 overrides from `prefill.extra_args` (pdlaunch renders the router from `prefill.instances[i]`)";
-            out.push(Finding::new(&RULE, message, fix).at_origin("router", Some("--prefill"), e.origin.clone()));
+            out.push(Finding::new(&RULE, message, fix).at_origin("router", Some(entry_flag(e)), e.origin.clone()));
             continue;
         };
         let Some(bound) = p.bootstrap_port() else { continue };
         match e.bootstrap_port {
             Some(given) if given != bound => {
                 let message = format!(
-                    "router entry `{entry}` sends decodes to bootstrap port {given}, but {} binds its bootstrap \
+                    "{entry} sends decodes to bootstrap port {given}, but {} binds its bootstrap \
                      server on {bound}",
                     p.label
                 );
+                let fix = match e.discovered {
+                    true => format!("annotate the prefill pod template `{ANNOTATION}: \"{bound}\"`, the port it binds"),
+                    false => prefill_fix(p, bound),
+                };
                 out.push(
-                    Finding::new(&RULE, message, prefill_fix(p, bound))
-                        .at_origin("router", Some("--prefill"), e.origin.clone())
+                    Finding::new(&RULE, message, fix)
+                        .at_origin("router", Some(entry_flag(e)), e.origin.clone())
                         .at(p, "disaggregation_bootstrap_port"),
                 );
             }
@@ -104,19 +137,26 @@ fn check(ctx: &Context) -> Vec<Finding> {
                         continue;
                     }
                     let message = format!(
-                        "router entry `{entry}` gives no bootstrap port, so {} uses its own \
+                        "{entry} gives no bootstrap port, so {} uses its own \
                          --disaggregation-bootstrap-port {}, but {} binds its bootstrap server on {bound}",
                         d.label,
                         fallback.map_or_else(|| "(unset)".to_owned(), |v| v.to_string()),
                         p.label
                     );
-                    let fix = format!(
-                        "write the port after the router's prefill URL (`{entry} {bound}`), or give the decode \
-                         `--disaggregation-bootstrap-port {bound}`"
-                    );
+                    let fix = match e.discovered {
+                        true => format!(
+                            "annotate the prefill pod template `{ANNOTATION}: \"{bound}\"`, or give the decode \
+                             `--disaggregation-bootstrap-port {bound}`"
+                        ),
+                        false => format!(
+                            "write the port after the router's prefill URL (`{} {bound}`), or give the decode \
+                             `--disaggregation-bootstrap-port {bound}`",
+                            written(e)
+                        ),
+                    };
                     out.push(
                         Finding::new(&RULE, message, fix)
-                            .at_origin("router", Some("--prefill"), e.origin.clone())
+                            .at_origin("router", Some(entry_flag(e)), e.origin.clone())
                             .at(d, "disaggregation_bootstrap_port")
                             .at(p, "disaggregation_bootstrap_port"),
                     );
