@@ -169,6 +169,10 @@ pub struct DiscoveryMiss {
     pub selector: String,
     /// Where the selector flag is.
     pub origin: Origin,
+    /// The port the router reaches every pod at.
+    pub port: u16,
+    /// The namespace the router watches, when it names one.
+    pub namespace: Option<String>,
     /// A server launch the selector matches that listens on another port than the router's
     /// discovery port, with that port; `None` when the selector matches no server pod.
     pub server: Option<(usize, Option<u16>)>,
@@ -818,7 +822,8 @@ fn discover(info: &mut RouterEntryInfo, servers: &[(Pre, ServerView)], launches:
             .or_else(|| view.release.spec().default_text(dest).map(str::to_owned))
     };
     let port: u16 = value("service_discovery_port").and_then(|p| p.parse().ok()).unwrap_or(80);
-    let namespace = value("service_discovery_namespace");
+    // A namespace the pod's environment gives (`$(POD_NAMESPACE)`) is not known here.
+    let namespace = value("service_discovery_namespace").filter(|n| !n.contains('$'));
     let mut linked = [Vec::new(), Vec::new()];
     let mut found = [Vec::new(), Vec::new()];
     for (role, dest) in [(Role::Prefill, "prefill_selector"), (Role::Decode, "decode_selector")] {
@@ -828,7 +833,14 @@ fn discover(info: &mut RouterEntryInfo, servers: &[(Pre, ServerView)], launches:
             other => vec![other.as_text()],
         };
         let origin = view.origins.get(u.index).cloned().unwrap_or(Origin::Derived);
-        let miss = |server| DiscoveryMiss { role, selector: selector.join(" "), origin: origin.clone(), server };
+        let miss = |server| DiscoveryMiss {
+            role,
+            selector: selector.join(" "),
+            origin: origin.clone(),
+            port,
+            namespace: namespace.clone(),
+            server,
+        };
         let (mut matched, mut labelled) = (false, false);
         for (pre, v) in servers {
             let l = &launches[pre.launch];
@@ -1138,7 +1150,7 @@ fn lint_group(
         extra.push(Finding::new(&rules::PD024, message, fix).severity(Severity::Note));
     }
     if let Some(r) = &group.router {
-        extra.extend(r.misses.iter().map(|m| discovery_miss(m, group, r, files, launches)));
+        extra.extend(r.misses.iter().map(|m| discovery_miss(m, group, files, launches)));
     }
     let pair_rule = &rules::PD045;
     if !pd_evidence {
@@ -1185,16 +1197,9 @@ fn lint_group(
 }
 
 /// PD049: what a discovering router's selector misses.
-fn discovery_miss(
-    m: &DiscoveryMiss,
-    group: &Group,
-    r: &RouterEntryInfo,
-    files: &[SourceFile],
-    launches: &[Launch],
-) -> Finding {
+fn discovery_miss(m: &DiscoveryMiss, group: &Group, files: &[SourceFile], launches: &[Launch]) -> Finding {
     let flag = format!("--{}-selector", m.role);
-    let namespace = r.view.parsed.get("service_discovery_namespace").map(ArgValue::as_text);
-    let within = namespace.as_deref().map(|n| format!(" in namespace {n}")).unwrap_or_default();
+    let within = m.namespace.as_deref().map(|n| format!(" in namespace {n}")).unwrap_or_default();
     let at_router = |f: Finding| f.at_origin("router", Some(&flag), m.origin.clone());
     let Some((launch, listens)) = m.server else {
         let message = format!(
@@ -1208,7 +1213,7 @@ fn discovery_miss(
         );
         return at_router(Finding::new(&rules::PD049, message, fix));
     };
-    let port = r.view.parsed.get("service_discovery_port").map_or_else(|| "80".to_owned(), ArgValue::as_text);
+    let port = m.port;
     let server = group.servers.iter().find(|s| s.launch == launch);
     let label = server.map_or_else(
         || {

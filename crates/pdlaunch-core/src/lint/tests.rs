@@ -823,6 +823,12 @@ fn a_discovering_router_serves_the_pods_its_selectors_match() {
         misses[1]
     );
     // Pods of another namespace are not the router's.
+    // The router's own namespace, from its pod's environment: not known here, so no filter.
+    let own = (worker("prefill", 8000, &bootstrap("8998")) + &worker("decode", 8000, "") + &router("prefill"))
+        .replace("--service-discovery-namespace, prod]", "--service-discovery-namespace, $(POD_NAMESPACE)]");
+    assert!(own.contains("$(POD_NAMESPACE)"));
+    let l = run(&[("gw.yaml", &own)]);
+    assert!(codes(&l).is_empty() && l.groups.len() == 1, "{:#?}", l.findings);
     let elsewhere = text.replace("llama-decode, namespace: prod", "llama-decode, namespace: dev");
     assert_ne!(elsewhere, text);
     let l = run(&[("gw.yaml", &elsewhere)]);
