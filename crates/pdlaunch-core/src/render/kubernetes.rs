@@ -757,19 +757,28 @@ mod tests {
             .collect()
     }
 
-    /// What the plan of the deployment placed on the pods says each process runs.
+    /// What the plan of the deployment placed on the pods says each process runs, with the
+    /// leader's address as LeaderWorkerSet gives it (`<pod>.<set>.<namespace>` in a namespace).
     fn placed(d: &Deployment) -> Vec<Started> {
-        let p = layout(d).unwrap().plan;
+        let layout = layout(d).unwrap();
+        let p = &layout.plan;
         let env = |e: &std::collections::BTreeMap<String, String>| e.clone().into_iter().collect();
+        let leader = |w: &String| match (&d.kubernetes.namespace, w.rsplit_once(':')) {
+            (Some(ns), Some((host, port))) if host.contains('.') => format!("{host}.{ns}:{port}"),
+            _ => w.clone(),
+        };
         let mut out: Vec<_> = p
             .servers
             .iter()
             .map(|s| {
-                let argv = p.server_argv(s);
+                let mut argv = p.server_argv(s);
+                if let Some(k) = argv.iter().position(|w| w == "--dist-init-addr") {
+                    argv[k + 1] = leader(&argv[k + 1]);
+                }
                 (argv[..3].join(" "), argv[3..].to_vec(), env(&s.env))
             })
             .collect();
-        let router = p.router_argv();
+        let router = router_argv(d, &layout);
         out.push((router[..3].join(" "), router[3..].to_vec(), env(&p.router.env)));
         out
     }
@@ -782,7 +791,11 @@ mod tests {
             assert_eq!(read_back(&text), placed(&d), "{}", e.name);
             let kinds: Vec<String> =
                 documents(&text).iter().map(|doc| doc["kind"].as_str().unwrap().to_owned()).collect();
-            assert_eq!(kinds, ["LeaderWorkerSet", "LeaderWorkerSet", "Deployment", "Service"], "{}", e.name);
+            let mut want = vec!["LeaderWorkerSet", "LeaderWorkerSet", "Deployment", "Service"];
+            if d.kubernetes.service_discovery {
+                want.extend(["ServiceAccount", "Role", "RoleBinding"]);
+            }
+            assert_eq!(kinds, want, "{}", e.name);
         }
     }
 
