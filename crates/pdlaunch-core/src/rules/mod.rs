@@ -61,6 +61,7 @@ mod pd046_node_args_mismatch;
 mod pd047_srun_same_node_rank;
 mod pd048_node_ranks;
 mod pd049_service_discovery_misses;
+mod pd050_kubernetes_refused;
 
 // Rules whose findings the linter raises itself, named directly (looking them up by code for
 // every group cost more than the lookup is worth).
@@ -122,6 +123,7 @@ pub static RULES: &[&Rule] = &[
     &pd047_srun_same_node_rank::RULE,
     &pd048_node_ranks::RULE,
     &pd049_service_discovery_misses::RULE,
+    &pd050_kubernetes_refused::RULE,
 ];
 
 /// The rule with this code (case-insensitive), or with this name.
