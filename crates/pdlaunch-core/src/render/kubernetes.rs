@@ -74,6 +74,12 @@ pub fn render_kubernetes(d: &Deployment) -> Result<RenderedFile, String> {
     Ok(manifest(d, &layout(d)?))
 }
 
+/// Why the deployment cannot run as Kubernetes manifests, if it cannot (the manifests are not
+/// written).
+pub(crate) fn refusal(d: &Deployment) -> Option<String> {
+    layout(d).err()
+}
+
 /// One LeaderWorkerSet per side, or per instance of a side whose instances start differently.
 fn layout(d: &Deployment) -> Result<Layout, String> {
     check_name(&d.name)?;
