@@ -113,42 +113,19 @@ impl<'n, 'a> Keys<'n, 'a> {
     fn of(m: &'n Map<'a>) -> Keys<'n, 'a> {
         let mut keys = Keys::default();
         for (k, v) in &m.entries {
-            let slot = match &*k.text {
-                "command" => &mut keys.command,
-                "args" => &mut keys.args,
-                "entrypoint" => &mut keys.entrypoint,
-                "image" => {
-                    keys.image = Some(v);
-                    continue;
-                }
-                "env" => {
-                    keys.env = Some(v);
-                    continue;
-                }
-                "environment" => {
-                    keys.environment = Some(v);
-                    continue;
-                }
-                "volumeMounts" => {
-                    keys.volume_mounts = Some(v);
-                    continue;
-                }
-                "metadata" => {
-                    keys.metadata = Some(v);
-                    continue;
-                }
-                "tolerations" => {
-                    keys.tolerations = Some(v);
-                    continue;
-                }
-                "imagePullSecrets" => {
-                    keys.pull_secrets = Some(v);
-                    continue;
-                }
-                "volumes" => {
-                    keys.volumes = Some(v);
-                    continue;
-                }
+            // A command's key makes the mapping a container; the others are read as they are.
+            let (slot, command) = match &*k.text {
+                "command" => (&mut keys.command, true),
+                "args" => (&mut keys.args, true),
+                "entrypoint" => (&mut keys.entrypoint, true),
+                "image" => (&mut keys.image, false),
+                "env" => (&mut keys.env, false),
+                "environment" => (&mut keys.environment, false),
+                "volumeMounts" => (&mut keys.volume_mounts, false),
+                "metadata" => (&mut keys.metadata, false),
+                "tolerations" => (&mut keys.tolerations, false),
+                "imagePullSecrets" => (&mut keys.pull_secrets, false),
+                "volumes" => (&mut keys.volumes, false),
                 key => {
                     if key == "nodeSelector" {
                         keys.node_selector = Some(v);
@@ -162,7 +139,7 @@ impl<'n, 'a> Keys<'n, 'a> {
                 }
             };
             *slot = Some(v);
-            keys.container |= !matches!(v, Node::Map(_));
+            keys.container |= command && !matches!(v, Node::Map(_));
         }
         keys
     }

@@ -329,6 +329,12 @@ impl Yaml {
     fn first(&mut self, indent: usize, key: &str, value: &str) {
         self.line(indent, &format!("- {key}: {}", yaml_value::string(value)));
     }
+    /// The head of an object: its API version, kind and metadata.
+    fn object(&mut self, api: &str, kind: &str, d: &Deployment, name: &str, component: &str) {
+        self.pair(0, "apiVersion", api);
+        self.pair(0, "kind", kind);
+        self.metadata(0, d, Some(name), component);
+    }
     /// An object's metadata (`name` given) or a pod template's.
     fn metadata(&mut self, indent: usize, d: &Deployment, name: Option<&str>, component: &str) {
         self.key(indent, "metadata");
@@ -555,9 +561,7 @@ fn pod(y: &mut Yaml, indent: usize, d: &Deployment, layout: &Layout, k: usize, l
 fn leader_worker_set(y: &mut Yaml, d: &Deployment, layout: &Layout, k: usize) {
     let set = &layout.sets[k];
     let nnodes = layout.plan.servers[layout.templates[k].server].nnodes;
-    y.pair(0, "apiVersion", "leaderworkerset.x-k8s.io/v1");
-    y.pair(0, "kind", "LeaderWorkerSet");
-    y.metadata(0, d, Some(&set.name), set.role.as_str());
+    y.object("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", d, &set.name, set.role.as_str());
     y.key(0, "spec");
     y.plain(2, "replicas", set.instances.len());
     y.key(2, "leaderWorkerTemplate");
@@ -613,9 +617,7 @@ fn router(y: &mut Yaml, d: &Deployment, layout: &Layout) {
     let name = format!("{}-router", d.name);
     let plan = &layout.plan;
     let port = plan.router.port;
-    y.pair(0, "apiVersion", "apps/v1");
-    y.pair(0, "kind", "Deployment");
-    y.metadata(0, d, Some(&name), "router");
+    y.object("apps/v1", "Deployment", d, &name, "router");
     y.key(0, "spec");
     y.plain(2, "replicas", 1);
     y.key(2, "selector");
@@ -638,9 +640,7 @@ fn router(y: &mut Yaml, d: &Deployment, layout: &Layout) {
     y.env(8, &plan.router.env, &[]);
     y.ports(8, &[("http", port)]);
     y.line(0, "---");
-    y.pair(0, "apiVersion", "v1");
-    y.pair(0, "kind", "Service");
-    y.metadata(0, d, Some(&name), "router");
+    y.object("v1", "Service", d, &name, "router");
     y.key(0, "spec");
     y.key(2, "selector");
     y.labels(4, d, "router");
@@ -657,13 +657,9 @@ fn router(y: &mut Yaml, d: &Deployment, layout: &Layout) {
 /// namespace.
 fn discovery_access(y: &mut Yaml, d: &Deployment, name: &str) {
     y.line(0, "---");
-    y.pair(0, "apiVersion", "v1");
-    y.pair(0, "kind", "ServiceAccount");
-    y.metadata(0, d, Some(name), "router");
+    y.object("v1", "ServiceAccount", d, name, "router");
     y.line(0, "---");
-    y.pair(0, "apiVersion", "rbac.authorization.k8s.io/v1");
-    y.pair(0, "kind", "Role");
-    y.metadata(0, d, Some(name), "router");
+    y.object("rbac.authorization.k8s.io/v1", "Role", d, name, "router");
     y.key(0, "rules");
     y.key(0, "- apiGroups");
     y.item(2, "");
@@ -674,9 +670,7 @@ fn discovery_access(y: &mut Yaml, d: &Deployment, name: &str) {
         y.item(2, verb);
     }
     y.line(0, "---");
-    y.pair(0, "apiVersion", "rbac.authorization.k8s.io/v1");
-    y.pair(0, "kind", "RoleBinding");
-    y.metadata(0, d, Some(name), "router");
+    y.object("rbac.authorization.k8s.io/v1", "RoleBinding", d, name, "router");
     y.key(0, "roleRef");
     y.pair(2, "apiGroup", "rbac.authorization.k8s.io");
     y.pair(2, "kind", "Role");
