@@ -75,7 +75,7 @@ impl Default for Launcher {
 
 /// Cluster settings of the `kubernetes` format: where its objects go, which nodes the server pods
 /// run on, and what they read from the cluster. Other formats ignore them.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Kubernetes {
     /// Namespace of every object (default: the one `kubectl apply` is given).
@@ -114,6 +114,28 @@ pub struct Kubernetes {
     /// ServiceAccount allowed to watch the pods of `namespace`, which it needs.
     #[serde(default, skip_serializing_if = "is_false")]
     pub service_discovery: bool,
+    /// Router pods behind the router's Service, for availability. Each routes on its own: the
+    /// cache-aware policy's prefix tree is per router, so cache hits drop somewhat.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    #[schemars(range(min = 1))]
+    pub router_replicas: u32,
+}
+
+impl Default for Kubernetes {
+    fn default() -> Self {
+        Kubernetes {
+            namespace: None,
+            node_selector: BTreeMap::new(),
+            tolerations: Vec::new(),
+            prefill: Placement::default(),
+            decode: Placement::default(),
+            secret_env: BTreeMap::new(),
+            model_cache: None,
+            image_pull_secrets: Vec::new(),
+            service_discovery: false,
+            router_replicas: 1,
+        }
+    }
 }
 
 impl Kubernetes {

@@ -76,6 +76,8 @@ pub struct PodMeta {
     /// True when these are the pod's own (read from a pod or pod template); false for an
     /// object's, whose pods an operator makes and labels (OME's runtimes, Dynamo's graphs).
     pub pod: bool,
+    /// The `replicas` of the object that makes the pod (a Deployment's, a StatefulSet's).
+    pub replicas: Option<u32>,
 }
 
 impl PodMeta {

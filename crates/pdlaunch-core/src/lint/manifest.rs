@@ -383,11 +383,13 @@ fn pod_meta(metadata: &Node, object: &Node, outer: Option<&PodMeta>) -> Option<P
         m.entries.iter().filter_map(|(k, v)| Some((k.text.to_string(), v.str()?.to_owned()))).collect()
     };
     let namespace = metadata.get("namespace").and_then(Node::str).map(str::to_owned);
+    let spec = object.get("spec");
     Some(PodMeta {
         labels: pairs("labels"),
         annotations: pairs("annotations"),
         namespace: namespace.or_else(|| outer.and_then(|o| o.namespace.clone())),
-        pod: object.get("spec").and_then(|s| s.get("containers")).is_some(),
+        pod: spec.and_then(|s| s.get("containers")).is_some(),
+        replicas: spec.and_then(|s| s.get("replicas")).and_then(count).or_else(|| outer.and_then(|o| o.replicas)),
     })
 }
 

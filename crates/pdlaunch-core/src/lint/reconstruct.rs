@@ -596,6 +596,10 @@ impl<'a> Builder<'a> {
         if !env.is_empty() {
             router.insert("env".into(), Value::Object(env));
         }
+        // Routers behind one Service: the replicas of the object that makes the router's pods.
+        if let Some(n) = launch.meta.as_deref().and_then(|m| m.replicas).filter(|n| *n > 1) {
+            self.doc["kubernetes"]["router_replicas"] = Value::from(n);
+        }
         let default_image = crate::render::default_router_image(self.group.router_release);
         if let Some(image) = launch.image.as_deref().filter(|i| *i != default_image) {
             router.insert("image".into(), Value::String(image.to_owned()));

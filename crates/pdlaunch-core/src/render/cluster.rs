@@ -21,6 +21,7 @@ pub struct Cluster {
     pub secret_env: Vec<(String, String, String)>,
     pub model_cache: Option<Volume>,
     pub image_pull_secrets: Vec<String>,
+    pub router_replicas: u32,
 }
 
 /// The nodes one side's pods run on.
@@ -155,6 +156,12 @@ pub fn cluster(k: &Kubernetes) -> Result<Cluster, String> {
             ));
         });
     }
+    if k.router_replicas == 0 {
+        return Err(
+            "`kubernetes.router_replicas` is 0: the router's Service would reach no router; use 1 or more".into()
+        );
+    }
+    out.router_replicas = k.router_replicas;
     for (i, s) in k.image_pull_secrets.iter().enumerate() {
         if !is_subdomain(s) {
             return Err(format!(
@@ -306,6 +313,7 @@ mod tests {
         bad(|k| drop(k.secret_env.insert("HF_TOKEN".into(), "Hf/token".into())), "secret_env.HF_TOKEN");
         bad(|k| k.model_cache = Some("data/hf".into()), "model_cache");
         bad(|k| k.image_pull_secrets = vec!["Reg Cred".into()], "image_pull_secrets[0]");
+        bad(|k| k.router_replicas = 0, "router_replicas");
         bad(|k| k.decode.tolerations = vec!["gpu:Always".into()], "decode.tolerations[0]");
         bad(|k| drop(k.prefill.node_selector.insert("gpu".into(), "H200 SXM".into())), "prefill.node_selector.gpu");
         let k = Kubernetes {

@@ -619,7 +619,7 @@ fn router(y: &mut Yaml, d: &Deployment, layout: &Layout) {
     let port = plan.router.port;
     y.object("apps/v1", "Deployment", d, &name, "router");
     y.key(0, "spec");
-    y.plain(2, "replicas", 1);
+    y.plain(2, "replicas", layout.cluster.router_replicas);
     y.key(2, "selector");
     y.key(4, "matchLabels");
     y.labels(6, d, "router");
@@ -902,6 +902,7 @@ mod tests {
         k.secret_env.insert("HF_TOKEN".into(), "hf-token/token".into());
         k.model_cache = Some("hf-cache".into());
         k.image_pull_secrets = vec!["regcred".into()];
+        k.router_replicas = 2;
         d
     }
 
@@ -937,6 +938,7 @@ mod tests {
             assert_eq!(volume["persistentVolumeClaim"]["claimName"], "hf-cache");
         }
         // The router needs no GPU node and no token, but may pull from the same registry.
+        assert_eq!(docs[2]["spec"]["replicas"], 2);
         let router = &docs[2]["spec"]["template"]["spec"];
         assert!(router.get("nodeSelector").is_none() && router.get("tolerations").is_none());
         assert_eq!(router["imagePullSecrets"][0]["name"], "regcred");
