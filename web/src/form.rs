@@ -24,6 +24,8 @@ const PRIMARY: &[(&str, &[&str])] = &[
     ("Router", &["host", "port", "policy"]),
     ("Speculative", &["algorithm", "decode_only", "draft_model_path", "num_steps", "eagle_topk", "num_draft_tokens"]),
     ("Geometry", &["architecture", "attention", "layers", "attention_heads", "kv_heads", "head_dim"]),
+    ("Kubernetes", &["namespace", "node_selector", "tolerations", "secret_env", "model_cache", "service_discovery"]),
+    ("Placement", &["node_selector", "tolerations"]),
 ];
 
 /// One choice of a closed value set.
