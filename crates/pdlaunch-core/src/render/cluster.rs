@@ -41,7 +41,9 @@ pub enum Volume {
 }
 
 /// A taint the pods tolerate: a key, a value (any when `None`) and an effect (any when `None`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Ordered by key, value and effect: the pods list them in that order, wherever they were
+/// written (Kubernetes reads them as a set).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Toleration {
     pub key: String,
     pub value: Option<String>,
@@ -117,12 +119,9 @@ pub fn cluster(k: &Kubernetes) -> Result<Cluster, String> {
             }
         }
         merged.node_selector.sort();
-        let own_tolerations = std::mem::take(&mut merged.tolerations);
-        for t in shared.tolerations.iter().cloned().chain(own_tolerations) {
-            if !merged.tolerations.contains(&t) {
-                merged.tolerations.push(t);
-            }
-        }
+        merged.tolerations.extend(shared.tolerations.iter().cloned());
+        merged.tolerations.sort();
+        merged.tolerations.dedup();
         out.placement[role as usize] = merged;
     }
     for (var, from) in &k.secret_env {

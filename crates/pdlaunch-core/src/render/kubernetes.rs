@@ -897,7 +897,8 @@ mod tests {
         k.node_selector.insert("pool".into(), "".into());
         k.prefill.node_selector.insert(GPU_LABEL.into(), "NVIDIA-H200".into());
         k.decode.node_selector.insert(GPU_LABEL.into(), "NVIDIA-H100-80GB-HBM3".into());
-        k.tolerations = vec!["nvidia.com/gpu:NoSchedule".into(), "dedicated=llm".into(), "spot".into()];
+        // In key order, as the pods list them and the linter reads them back.
+        k.tolerations = vec!["dedicated=llm".into(), "nvidia.com/gpu:NoSchedule".into(), "spot".into()];
         k.prefill.tolerations = vec!["h200:NoExecute".into()];
         k.secret_env.insert("HF_TOKEN".into(), "hf-token/token".into());
         k.model_cache = Some("hf-cache".into());
@@ -919,14 +920,19 @@ mod tests {
             let pod = &doc["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"];
             assert_eq!(pod["nodeSelector"][GPU_LABEL], gpu);
             assert_eq!(pod["nodeSelector"]["pool"], "");
-            let t = &pod["tolerations"];
-            assert_eq!(t.as_sequence().unwrap().len(), tolerations);
-            assert_eq!(
-                (&t[0]["key"], &t[0]["operator"], &t[0]["effect"]),
-                (&"nvidia.com/gpu".into(), &"Exists".into(), &"NoSchedule".into())
-            );
-            assert_eq!((&t[1]["operator"], &t[1]["value"]), (&"Equal".into(), &"llm".into()));
-            assert_eq!((&t[2]["operator"], t[2].get("effect")), (&"Exists".into(), None));
+            // In key order, wherever they were written.
+            let t = pod["tolerations"].as_sequence().unwrap();
+            let keys: Vec<&str> = t.iter().map(|t| t["key"].as_str().unwrap()).collect();
+            let mut want = vec!["dedicated", "nvidia.com/gpu", "spot"];
+            if tolerations == 4 {
+                want.insert(1, "h200");
+            }
+            assert_eq!(keys, want);
+            let by = |key: &str| t.iter().find(|t| t["key"] == key).unwrap();
+            let gpu = by("nvidia.com/gpu");
+            assert_eq!((&gpu["operator"], &gpu["effect"]), (&"Exists".into(), &"NoSchedule".into()));
+            assert_eq!((&by("dedicated")["operator"], &by("dedicated")["value"]), (&"Equal".into(), &"llm".into()));
+            assert_eq!((&by("spot")["operator"], by("spot").get("effect")), (&"Exists".into(), None));
             assert_eq!(pod["imagePullSecrets"][0]["name"], "regcred");
             let c = &pod["containers"][0];
             let token = c["env"].as_sequence().unwrap().iter().find(|e| e["name"] == "HF_TOKEN").unwrap();
