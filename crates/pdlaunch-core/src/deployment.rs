@@ -114,6 +114,11 @@ pub struct Kubernetes {
     /// ServiceAccount allowed to watch the pods of `namespace`, which it needs.
     #[serde(default, skip_serializing_if = "is_false")]
     pub service_discovery: bool,
+    /// A node label whose values name topology domains (a rack, an NVLink or InfiniBand island;
+    /// `cloud.google.com/gke-nodepool` on GKE): each group of pods, one instance, gets a domain
+    /// of its own, shared with no other group (LeaderWorkerSet's exclusive topology).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclusive_topology: Option<String>,
     /// Router pods behind the router's Service, for availability. Each routes on its own: the
     /// cache-aware policy's prefix tree is per router, so cache hits drop somewhat.
     #[serde(default = "one", skip_serializing_if = "is_one")]
@@ -133,6 +138,7 @@ impl Default for Kubernetes {
             model_cache: None,
             image_pull_secrets: Vec::new(),
             service_discovery: false,
+            exclusive_topology: None,
             router_replicas: 1,
         }
     }

@@ -39,9 +39,16 @@ pub fn scan_documents(docs: &[Node], file: usize, base: &Surroundings, out: &mut
         around.isolated = dialect == Dialect::Kubernetes;
         let metadata = doc.get("metadata");
         let namespace = metadata.and_then(|m| m.get("namespace")).and_then(Node::str);
-        if let Some(ns) = namespace.filter(|ns| around.isolated && cluster::is_label(ns)) {
+        // What the object's metadata says of all its pods, in the `kubernetes` section's words.
+        let topology = metadata
+            .and_then(|m| m.get("annotations"))
+            .and_then(|a| a.get(crate::render::EXCLUSIVE_TOPOLOGY))
+            .and_then(Node::str)
+            .filter(|key| cluster::is_label_key(key));
+        if around.isolated && (namespace.is_some() || topology.is_some()) {
             let mut pod = Pod::default();
-            pod.kubernetes.namespace = Some(ns.to_owned());
+            pod.kubernetes.namespace = namespace.filter(|ns| cluster::is_label(ns)).map(str::to_owned);
+            pod.kubernetes.exclusive_topology = topology.map(str::to_owned);
             around.pod = Some(Arc::new(pod));
         }
         let Some(name) = metadata.and_then(|m| m.get("name")).and_then(Node::str) else {

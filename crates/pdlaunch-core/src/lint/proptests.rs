@@ -298,6 +298,7 @@ fn cluster() -> impl Strategy<Value = Kubernetes> {
         "[A-Za-z]([A-Za-z0-9_]{0,5}[A-Za-z0-9])?"
     ];
     let value = "([A-Za-z0-9]([-A-Za-z0-9_.]{0,6}[A-Za-z0-9])?)?";
+    let key2 = key.clone();
     let selector = prop::collection::btree_map(key.clone(), value, 0..3);
     let effect = prop_oneof![
         Just(String::new()),
@@ -320,12 +321,12 @@ fn cluster() -> impl Strategy<Value = Kubernetes> {
     let cache = prop::option::of(prop_oneof![name.prop_map(|n| n), "/[a-z]{1,6}(/[a-z ]{1,4})?"]);
     (
         (prop::option::of(name), selector, taints, placement.clone(), placement),
-        (secret_env, cache, prop::collection::vec(name, 0..2), any::<bool>(), 1..4u32),
+        (secret_env, cache, prop::collection::vec(name, 0..2), any::<bool>(), 1..4u32, prop::option::of(key2)),
     )
         .prop_map(
             |(
                 (namespace, node_selector, tolerations, prefill, decode),
-                (secret_env, model_cache, pull, discovery, replicas),
+                (secret_env, model_cache, pull, discovery, replicas, topology),
             )| {
                 Kubernetes {
                     // Discovery needs a namespace: the render refuses without one (tested apart).
@@ -339,6 +340,7 @@ fn cluster() -> impl Strategy<Value = Kubernetes> {
                     model_cache,
                     image_pull_secrets: pull,
                     service_discovery: discovery,
+                    exclusive_topology: topology,
                     router_replicas: replicas,
                 }
             },

@@ -22,6 +22,7 @@ pub struct Cluster {
     pub model_cache: Option<Volume>,
     pub image_pull_secrets: Vec<String>,
     pub router_replicas: u32,
+    pub exclusive_topology: Option<String>,
 }
 
 /// The nodes one side's pods run on.
@@ -161,6 +162,15 @@ pub fn cluster(k: &Kubernetes) -> Result<Cluster, String> {
         );
     }
     out.router_replicas = k.router_replicas;
+    if let Some(key) = &k.exclusive_topology {
+        if !is_label_key(key) {
+            return Err(format!(
+                "`kubernetes.exclusive_topology` ({key:?}) is not a node label key: an optional DNS prefix and `/`, \
+                 then at most 63 letters, digits, `-`, `_` and `.`, starting and ending with a letter or digit"
+            ));
+        }
+        out.exclusive_topology = Some(key.clone());
+    }
     for (i, s) in k.image_pull_secrets.iter().enumerate() {
         if !is_subdomain(s) {
             return Err(format!(
@@ -313,6 +323,7 @@ mod tests {
         bad(|k| k.model_cache = Some("data/hf".into()), "model_cache");
         bad(|k| k.image_pull_secrets = vec!["Reg Cred".into()], "image_pull_secrets[0]");
         bad(|k| k.router_replicas = 0, "router_replicas");
+        bad(|k| k.exclusive_topology = Some("rack id".into()), "exclusive_topology");
         bad(|k| k.decode.tolerations = vec!["gpu:Always".into()], "decode.tolerations[0]");
         bad(|k| drop(k.prefill.node_selector.insert("gpu".into(), "H200 SXM".into())), "prefill.node_selector.gpu");
         let k = Kubernetes {

@@ -25,6 +25,8 @@ const LEADER_ADDRESS: &str = "$(LWS_LEADER_ADDRESS)";
 const WORKER_INDEX: &str = "$(LWS_WORKER_INDEX)";
 /// The label naming the application instance (the deployment) an object belongs to.
 pub(crate) const INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
+/// The LeaderWorkerSet annotation that gives each group a topology domain of its own.
+pub(crate) const EXCLUSIVE_TOPOLOGY: &str = "leaderworkerset.sigs.k8s.io/exclusive-topology";
 /// The annotation the router's service discovery reads a prefill pod's bootstrap port from.
 pub(crate) const BOOTSTRAP_ANNOTATION: &str = "sglang.ai/bootstrap-port";
 /// The label LeaderWorkerSet gives each pod with its index in its group (0 on the leader).
@@ -562,6 +564,10 @@ fn leader_worker_set(y: &mut Yaml, d: &Deployment, layout: &Layout, k: usize) {
     let set = &layout.sets[k];
     let nnodes = layout.plan.servers[layout.templates[k].server].nnodes;
     y.object("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", d, &set.name, set.role.as_str());
+    if let Some(key) = &layout.cluster.exclusive_topology {
+        y.key(2, "annotations");
+        y.pair(4, EXCLUSIVE_TOPOLOGY, key);
+    }
     y.key(0, "spec");
     y.plain(2, "replicas", set.instances.len());
     y.key(2, "leaderWorkerTemplate");
@@ -904,6 +910,7 @@ mod tests {
         k.model_cache = Some("hf-cache".into());
         k.image_pull_secrets = vec!["regcred".into()];
         k.router_replicas = 2;
+        k.exclusive_topology = Some("cloud.google.com/gke-nodepool".into());
         d
     }
 
@@ -916,6 +923,11 @@ mod tests {
         assert!(!text.contains("not pinned") && !text.contains("downloads the model") && !text.contains("gated"));
         let docs = documents(&text);
         assert!(docs.iter().all(|doc| doc["metadata"]["namespace"] == "llm"));
+        let topology = |doc: &serde_yaml::Value| doc["metadata"]["annotations"][EXCLUSIVE_TOPOLOGY].clone();
+        assert_eq!(
+            (topology(&docs[0]), topology(&docs[1])),
+            ("cloud.google.com/gke-nodepool".into(), "cloud.google.com/gke-nodepool".into())
+        );
         for (doc, gpu, tolerations) in [(&docs[0], "NVIDIA-H200", 4), (&docs[1], "NVIDIA-H100-80GB-HBM3", 3)] {
             let pod = &doc["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"];
             assert_eq!(pod["nodeSelector"][GPU_LABEL], gpu);

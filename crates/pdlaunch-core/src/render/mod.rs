@@ -13,8 +13,8 @@ pub use config::render_config;
 pub use json::render_json;
 pub use kubernetes::render_kubernetes;
 pub(crate) use kubernetes::{
-    default_image, default_router_image, refusal as kubernetes_refusal, BOOTSTRAP_ANNOTATION, INSTANCE_LABEL,
-    WORKER_INDEX_LABEL,
+    default_image, default_router_image, refusal as kubernetes_refusal, BOOTSTRAP_ANNOTATION, EXCLUSIVE_TOPOLOGY,
+    INSTANCE_LABEL, WORKER_INDEX_LABEL,
 };
 pub use shell::{quote, render_shell};
 
