@@ -544,8 +544,10 @@ impl<'a> Builder<'a> {
         if discovery {
             let k = &mut self.doc["kubernetes"];
             k["service_discovery"] = Value::Bool(true);
-            if let (Value::Null, Some(ns)) = (&k["namespace"], v.parsed.get("service_discovery_namespace")) {
-                k["namespace"] = Value::String(ns.as_text());
+            // The router's namespace, when it is one (not `$(POD_NAMESPACE)`).
+            let ns = v.parsed.get("service_discovery_namespace").map(|n| n.as_text());
+            if let (Value::Null, Some(ns)) = (&k["namespace"], ns.filter(|n| crate::render::cluster::is_label(n))) {
+                k["namespace"] = Value::String(ns);
             }
         }
         let discovery_flags = [

@@ -829,6 +829,11 @@ fn a_discovering_router_serves_the_pods_its_selectors_match() {
     assert!(own.contains("$(POD_NAMESPACE)"));
     let l = run(&[("gw.yaml", &own)]);
     assert!(codes(&l).is_empty() && l.groups.len() == 1, "{:#?}", l.findings);
+    let back = crate::lint::reconstruct::deployment(&l, 0).unwrap().deployment;
+    assert_eq!(back.kubernetes.namespace.as_deref(), Some("prod"), "the pods' namespace, not the variable");
+    let nowhere = own.replace(", namespace: prod}", "}");
+    let back = crate::lint::reconstruct::deployment(&run(&[("gw.yaml", &nowhere)]), 0).unwrap().deployment;
+    assert!(back.kubernetes.service_discovery && back.kubernetes.namespace.is_none(), "{:?}", back.kubernetes);
     let elsewhere = text.replace("llama-decode, namespace: prod", "llama-decode, namespace: dev");
     assert_ne!(elsewhere, text);
     let l = run(&[("gw.yaml", &elsewhere)]);
