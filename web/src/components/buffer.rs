@@ -90,9 +90,13 @@ pub fn Buffer(props: &BufferProps) -> Html {
             dispatch.emit(Action::Set { path: path.clone(), value });
         })
     };
+    // Flags for a list of arguments, variables for an environment; other lists and maps (a
+    // node selector, tolerations) get a neutral hint.
     let (rows, placeholder) = match kind {
-        BufferKind::Words => (2, "--flag value --other-flag"),
-        BufferKind::Env => (3, "NAME=value (one per line)"),
+        BufferKind::Words if props.path.ends_with("args") => (2, "--flag value --other-flag"),
+        BufferKind::Words => (2, "values separated by spaces"),
+        BufferKind::Env if props.path.ends_with("env") => (3, "NAME=value (one per line)"),
+        BufferKind::Env => (3, "key=value (one per line)"),
     };
     html! {
         <textarea id={props.id.clone()} rows={rows.to_string()} value={(*text).clone()} {oninput} {placeholder}
