@@ -114,6 +114,14 @@ pub struct Kubernetes {
     /// ServiceAccount allowed to watch the pods of `namespace`, which it needs.
     #[serde(default, skip_serializing_if = "is_false")]
     pub service_discovery: bool,
+    /// Labels added to every object and pod: a Kueue queue (`kueue.x-k8s.io/queue-name`), a
+    /// team, a cost center. The `app.kubernetes.io/` labels pdlaunch writes stay its own.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Annotations of the server pods, such as `prometheus.io/scrape: "true"` for a metrics
+    /// scraper (with `--enable-metrics` in `extra_args`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pod_annotations: BTreeMap<String, String>,
     /// A node label whose values name topology domains (a rack, an NVLink or InfiniBand island;
     /// `cloud.google.com/gke-nodepool` on GKE): each group of pods, one instance, gets a domain
     /// of its own, shared with no other group (LeaderWorkerSet's exclusive topology).
@@ -138,6 +146,8 @@ impl Default for Kubernetes {
             model_cache: None,
             image_pull_secrets: Vec::new(),
             service_discovery: false,
+            labels: BTreeMap::new(),
+            pod_annotations: BTreeMap::new(),
             exclusive_topology: None,
             router_replicas: 1,
         }

@@ -402,8 +402,18 @@ fn pod_meta(metadata: &Node, object: &Node, outer: Option<&PodMeta>) -> Option<P
 
 /// The cluster settings of a container: its pod's, its variables read from Secrets, and the
 /// volume it mounts as the Hugging Face cache. `None` when there are none.
-fn container_settings(keys: &Keys, pod: Option<&Pod>) -> Option<crate::deployment::Kubernetes> {
+fn container_settings(keys: &Keys, pod: Option<&Pod>, meta: Option<&PodMeta>) -> Option<crate::deployment::Kubernetes> {
     let mut k = pod.map(|p| p.kubernetes.clone()).unwrap_or_default();
+    // The pod's own labels and annotations, less those pdlaunch and LeaderWorkerSet write.
+    if let Some(meta) = meta.filter(|m| m.pod) {
+        let own = |pairs: &[(String, String)]| -> std::collections::BTreeMap<String, String> {
+            pairs.iter().filter(|(key, _)| !cluster::is_reserved(key)).cloned().collect()
+        };
+        k.labels = own(&meta.labels);
+        k.labels.retain(|key, value| cluster::is_label_key(key) && cluster::is_label_value(value));
+        k.pod_annotations = own(&meta.annotations);
+        k.pod_annotations.retain(|key, _| cluster::is_label_key(key));
+    }
     for item in keys.env.map(Node::items).unwrap_or_default() {
         let secret = item.get("valueFrom").and_then(|v| v.get("secretKeyRef"));
         let field = |name: &str| secret.and_then(|s| s.get(name)).and_then(Node::str);
@@ -442,7 +452,7 @@ fn container(keys: &Keys, file: usize, dialect: Dialect, around: &mut Surroundin
     }
     let outer_image = std::mem::replace(&mut around.image, image.map(str::to_owned));
     let settings = match dialect {
-        Dialect::Kubernetes => container_settings(keys, around.pod.as_deref()).map(Arc::new),
+        Dialect::Kubernetes => container_settings(keys, around.pod.as_deref(), around.meta.as_deref()).map(Arc::new),
         Dialect::Compose => None,
     };
     let outer_settings = std::mem::replace(&mut around.kubernetes, settings);

@@ -299,6 +299,8 @@ fn cluster() -> impl Strategy<Value = Kubernetes> {
     ];
     let value = "([A-Za-z0-9]([-A-Za-z0-9_.]{0,6}[A-Za-z0-9])?)?";
     let key2 = key.clone();
+    let extra = prop::collection::btree_map(key.clone(), value, 0..2);
+    let notes = prop::collection::btree_map(key.clone(), any::<String>(), 0..2);
     let selector = prop::collection::btree_map(key.clone(), value, 0..3);
     let effect = prop_oneof![
         Just(String::new()),
@@ -320,12 +322,12 @@ fn cluster() -> impl Strategy<Value = Kubernetes> {
     );
     let cache = prop::option::of(prop_oneof![name.prop_map(|n| n), "/[a-z]{1,6}(/[a-z ]{1,4})?"]);
     (
-        (prop::option::of(name), selector, taints, placement.clone(), placement),
+        (prop::option::of(name), selector, taints, placement.clone(), placement, extra, notes),
         (secret_env, cache, prop::collection::vec(name, 0..2), any::<bool>(), 1..4u32, prop::option::of(key2)),
     )
         .prop_map(
             |(
-                (namespace, node_selector, tolerations, prefill, decode),
+                (namespace, node_selector, tolerations, prefill, decode, labels, pod_annotations),
                 (secret_env, model_cache, pull, discovery, replicas, topology),
             )| {
                 Kubernetes {
@@ -341,6 +343,8 @@ fn cluster() -> impl Strategy<Value = Kubernetes> {
                     image_pull_secrets: pull,
                     service_discovery: discovery,
                     exclusive_topology: topology,
+                    labels,
+                    pod_annotations,
                     router_replicas: replicas,
                 }
             },

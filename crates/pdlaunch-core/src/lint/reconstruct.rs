@@ -13,6 +13,8 @@
 //! releases, `launcher.config_dir`, per-node GPU counts, `gpu` and model geometry are not on
 //! command lines (they come from the options or stay unset).
 
+use std::collections::BTreeMap;
+
 use serde_json::{json, Map, Value};
 
 use super::{Group, Linted};
@@ -146,12 +148,20 @@ fn cluster_settings(linted: &Linted, group: &Group) -> Option<Kubernetes> {
     let [Some(mut prefill), Some(mut decode)] = sides else { return None };
     let placement = |k: &mut Kubernetes| (std::mem::take(&mut k.node_selector), std::mem::take(&mut k.tolerations));
     let (p, d) = (placement(&mut prefill), placement(&mut decode));
+    // Labels and annotations of one side only (`component: prefill`) have no field: the common
+    // ones are kept.
+    let meta = |k: &mut Kubernetes| (std::mem::take(&mut k.labels), std::mem::take(&mut k.pod_annotations));
+    let (pm, dm) = (meta(&mut prefill), meta(&mut decode));
     if prefill != decode {
         return None;
     }
     let mut k = prefill;
-    k.node_selector =
-        p.0.iter().filter(|(key, v)| d.0.get(*key) == Some(v)).map(|(a, b)| (a.clone(), b.clone())).collect();
+    let common = |a: &BTreeMap<String, String>, b: &BTreeMap<String, String>| -> BTreeMap<String, String> {
+        a.iter().filter(|(key, v)| b.get(*key) == Some(v)).map(|(key, v)| (key.clone(), v.clone())).collect()
+    };
+    k.labels = common(&pm.0, &dm.0);
+    k.pod_annotations = common(&pm.1, &dm.1);
+    k.node_selector = common(&p.0, &d.0);
     k.tolerations = p.1.iter().filter(|t| d.1.contains(t)).cloned().collect();
     for (role, (selector, tolerations)) in Role::BOTH.into_iter().zip([p, d]) {
         *k.side_mut(role) = Placement {

@@ -23,6 +23,16 @@ pub struct Cluster {
     pub image_pull_secrets: Vec<String>,
     pub router_replicas: u32,
     pub exclusive_topology: Option<String>,
+    pub labels: Vec<(String, String)>,
+    pub pod_annotations: Vec<(String, String)>,
+}
+
+/// Whether a label or annotation key is one pdlaunch or LeaderWorkerSet writes itself: the
+/// router's selectors and the linter read those.
+pub fn is_reserved(key: &str) -> bool {
+    key.starts_with("app.kubernetes.io/")
+        || key.starts_with("leaderworkerset.sigs.k8s.io/")
+        || key.starts_with("sglang.ai/")
 }
 
 /// The nodes one side's pods run on.
@@ -170,6 +180,32 @@ pub fn cluster(k: &Kubernetes) -> Result<Cluster, String> {
             ));
         }
         out.exclusive_topology = Some(key.clone());
+    }
+    for (key, value) in &k.labels {
+        if is_reserved(key) {
+            return Err(format!(
+                "`kubernetes.labels.{key}` is a label pdlaunch or LeaderWorkerSet writes itself (the router and the \
+                 linter read them); choose another key"
+            ));
+        }
+        if !is_label_key(key) || !is_label_value(value) {
+            return Err(format!(
+                "`kubernetes.labels.{key}` ({value:?}) is not a Kubernetes label: a key of an optional DNS prefix and \
+                 `/` then at most 63 letters, digits, `-`, `_` and `.`, and a value of at most 63 of them, each \
+                 starting and ending with a letter or digit"
+            ));
+        }
+        out.labels.push((key.clone(), value.clone()));
+    }
+    for (key, value) in &k.pod_annotations {
+        if is_reserved(key) || !is_label_key(key) {
+            return Err(format!(
+                "`kubernetes.pod_annotations` key {key:?} is not one to set here: an annotation key is an optional \
+                 DNS prefix and `/`, then at most 63 letters, digits, `-`, `_` and `.`, and the `app.kubernetes.io/`, \
+                 `leaderworkerset.sigs.k8s.io/` and `sglang.ai/` ones are written by pdlaunch or LeaderWorkerSet"
+            ));
+        }
+        out.pod_annotations.push((key.clone(), value.clone()));
     }
     for (i, s) in k.image_pull_secrets.iter().enumerate() {
         if !is_subdomain(s) {
@@ -324,6 +360,12 @@ mod tests {
         bad(|k| k.image_pull_secrets = vec!["Reg Cred".into()], "image_pull_secrets[0]");
         bad(|k| k.router_replicas = 0, "router_replicas");
         bad(|k| k.exclusive_topology = Some("rack id".into()), "exclusive_topology");
+        bad(
+            |k| drop(k.labels.insert("app.kubernetes.io/instance".into(), "x".into())),
+            "labels.app.kubernetes.io/instance",
+        );
+        bad(|k| drop(k.labels.insert("team".into(), "a b".into())), "labels.team");
+        bad(|k| drop(k.pod_annotations.insert("sglang.ai/bootstrap-port".into(), "1".into())), "pod_annotations");
         bad(|k| k.decode.tolerations = vec!["gpu:Always".into()], "decode.tolerations[0]");
         bad(|k| drop(k.prefill.node_selector.insert("gpu".into(), "H200 SXM".into())), "prefill.node_selector.gpu");
         let k = Kubernetes {

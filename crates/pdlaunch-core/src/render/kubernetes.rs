@@ -348,7 +348,11 @@ impl Yaml {
         }
         self.key(indent + 2, "labels");
         self.labels(indent + 4, d, component);
+        for (key, value) in &d.kubernetes.labels {
+            self.pair(indent + 4, key, value);
+        }
     }
+    /// pdlaunch's own labels of a component, which selectors select by.
     fn labels(&mut self, indent: usize, d: &Deployment, component: &str) {
         self.pair(indent, "app.kubernetes.io/name", "sglang");
         self.pair(indent, INSTANCE_LABEL, &d.name);
@@ -474,10 +478,16 @@ fn pod(y: &mut Yaml, indent: usize, d: &Deployment, layout: &Layout, k: usize, l
 
     y.metadata(indent, d, None, set.role.as_str());
     // The router's service discovery reads a prefill leader's bootstrap port here.
-    if let (Some(_), true, Role::Prefill) = (layout.discovery, leader, set.role) {
-        if let Some(port) = port(&flags::BOOTSTRAP_PORT) {
-            y.key(indent + 2, "annotations");
-            y.pair(indent + 4, BOOTSTRAP_ANNOTATION, &port.to_string());
+    let bootstrap = match (layout.discovery, leader, set.role) {
+        (Some(_), true, Role::Prefill) => port(&flags::BOOTSTRAP_PORT).map(|p| (BOOTSTRAP_ANNOTATION, p.to_string())),
+        _ => None,
+    };
+    let annotations = cluster.pod_annotations.iter().map(|(k, v)| (k.as_str(), v.clone()));
+    let annotations: Vec<(&str, String)> = bootstrap.into_iter().chain(annotations).collect();
+    if !annotations.is_empty() {
+        y.key(indent + 2, "annotations");
+        for (key, value) in &annotations {
+            y.pair(indent + 4, key, value);
         }
     }
     y.key(indent, "spec");
@@ -911,6 +921,8 @@ mod tests {
         k.image_pull_secrets = vec!["regcred".into()];
         k.router_replicas = 2;
         k.exclusive_topology = Some("cloud.google.com/gke-nodepool".into());
+        k.labels.insert("kueue.x-k8s.io/queue-name".into(), "gpu-queue".into());
+        k.pod_annotations.insert("prometheus.io/scrape".into(), "true".into());
         d
     }
 
@@ -923,6 +935,12 @@ mod tests {
         assert!(!text.contains("not pinned") && !text.contains("downloads the model") && !text.contains("gated"));
         let docs = documents(&text);
         assert!(docs.iter().all(|doc| doc["metadata"]["namespace"] == "llm"));
+        // Every object carries the extra labels; the server pods carry the annotations.
+        assert!(docs.iter().all(|doc| doc["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "gpu-queue"));
+        let pod_meta = &docs[0]["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"];
+        assert_eq!(pod_meta["annotations"]["prometheus.io/scrape"], "true");
+        assert_eq!(pod_meta["labels"]["kueue.x-k8s.io/queue-name"], "gpu-queue");
+        assert!(docs[2]["spec"]["selector"]["matchLabels"].get("kueue.x-k8s.io/queue-name").is_none());
         let topology = |doc: &serde_yaml::Value| doc["metadata"]["annotations"][EXCLUSIVE_TOPOLOGY].clone();
         assert_eq!(
             (topology(&docs[0]), topology(&docs[1])),
