@@ -73,6 +73,12 @@ impl Format {
     }
 }
 
+/// The deployment field a reason [`render`] gives is about: reasons name it first, quoted
+/// (`` `kubernetes.tolerations[0]` (…) is not … ``).
+pub fn refused_field(why: &str) -> Option<&str> {
+    why.strip_prefix('`').and_then(|r| r.split_once('`')).map(|(field, _)| field)
+}
+
 /// Renders a deployment in a format, or says why the format cannot render it.
 pub fn render(d: &Deployment, format: Format) -> Result<Vec<RenderedFile>, String> {
     if let Some(reason) = format.unsupported_reason(d.sglang_version) {

@@ -27,8 +27,7 @@ pub static RULE: Rule = Rule {
 fn check(ctx: &Context) -> Vec<Finding> {
     let Some(d) = ctx.deployment.filter(|d| !d.kubernetes.is_empty()) else { return Vec::new() };
     let Some(why) = crate::render::kubernetes_refusal(d) else { return Vec::new() };
-    // The reason starts with the field it is about: `` `kubernetes.tolerations[0]` (…) … ``.
-    let field = why.strip_prefix('`').and_then(|r| r.split_once('`')).map(|(field, _)| field.to_owned());
+    let field = crate::render::refused_field(&why).map(str::to_owned);
     let finding = Finding::new(&RULE, why, RULE.fix);
     vec![match field {
         Some(path) => finding.at_origin("kubernetes", None, Origin::Field { path }),

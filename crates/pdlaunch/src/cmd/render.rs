@@ -55,8 +55,8 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
 /// A reason the format cannot render the deployment, which names a field first
 /// (`` `kubernetes.namespace` (…) is not … ``), with the field's place in the file.
 fn located(loaded: &Loaded, why: String) -> String {
-    let field = why.strip_prefix('`').and_then(|r| r.split_once('`')).map(|(field, _)| field);
-    let origin = field.map(|path| pdlaunch_core::plan::Origin::Field { path: path.to_owned() });
+    let origin = pdlaunch_core::render::refused_field(&why)
+        .map(|path| pdlaunch_core::plan::Origin::Field { path: path.to_owned() });
     match origin.and_then(|o| super::check::place(loaded, &o)) {
         Some(at) => format!("{at}: {why}"),
         None => why,
