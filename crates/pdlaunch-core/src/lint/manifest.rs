@@ -432,12 +432,8 @@ fn container_settings(keys: &Keys, pod: Option<&Pod>, meta: Option<&PodMeta>) ->
             Volume::Host(path) => path.clone(),
         });
     }
-    // Only what the section can say: the renderer checks it as it checks a deployment's.
-    k.secret_env.retain(|var, from| {
-        let one =
-            crate::deployment::Kubernetes { secret_env: [(var.clone(), from.clone())].into(), ..Default::default() };
-        cluster::cluster(&one).is_ok()
-    });
+    // Only what the section can say.
+    k.secret_env.retain(|var, from| cluster::secret_ref(var, from).is_ok());
     (!k.is_empty()).then_some(k)
 }
 

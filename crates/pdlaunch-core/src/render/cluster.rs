@@ -136,23 +136,8 @@ pub fn cluster(k: &Kubernetes) -> Result<Cluster, String> {
         out.placement[role as usize] = merged;
     }
     for (var, from) in &k.secret_env {
-        if !is_variable(var) {
-            return Err(format!(
-                "`kubernetes.secret_env` names the variable {var:?}: use letters, digits and `_`, not starting \
-                 with a digit"
-            ));
-        }
-        match from.split_once('/') {
-            Some((secret, key)) if is_subdomain(secret) && is_secret_key(key) => {
-                out.secret_env.push((var.clone(), secret.to_owned(), key.to_owned()));
-            }
-            _ => {
-                return Err(format!(
-                    "`kubernetes.secret_env.{var}` ({from:?}) is not `<secret>/<key>`: a Secret's name (lowercase \
-                     letters, digits, `-` and `.`) and one of its keys (letters, digits, `-`, `_` and `.`)"
-                ))
-            }
-        }
+        let (secret, key) = secret_ref(var, from)?;
+        out.secret_env.push((var.clone(), secret.to_owned(), key.to_owned()));
     }
     if let Some(cache) = &k.model_cache {
         out.model_cache = Some(if cache.starts_with('/') {
@@ -217,6 +202,22 @@ pub fn cluster(k: &Kubernetes) -> Result<Cluster, String> {
         out.image_pull_secrets.push(s.clone());
     }
     Ok(out)
+}
+
+/// One `secret_env` entry, `var: <secret>/<key>`, checked: the Secret and the key.
+pub fn secret_ref<'a>(var: &str, from: &'a str) -> Result<(&'a str, &'a str), String> {
+    if !is_variable(var) {
+        return Err(format!(
+            "`kubernetes.secret_env` names the variable {var:?}: use letters, digits and `_`, not starting with a digit"
+        ));
+    }
+    match from.split_once('/') {
+        Some((secret, key)) if is_subdomain(secret) && is_secret_key(key) => Ok((secret, key)),
+        _ => Err(format!(
+            "`kubernetes.secret_env.{var}` ({from:?}) is not `<secret>/<key>`: a Secret's name (lowercase letters, \
+             digits, `-` and `.`) and one of its keys (letters, digits, `-`, `_` and `.`)"
+        )),
+    }
 }
 
 /// Node labels and taints, checked; `side` (`prefill.` or empty) places their fields.
