@@ -140,6 +140,13 @@ pub struct ServerEntry {
     pub config_problems: Vec<ConfigProblem>,
 }
 
+impl ServerEntry {
+    /// Its role: the one its arguments give, else the one the material around it suggests.
+    pub fn role(&self) -> Option<Role> {
+        self.view.role.or(self.intended)
+    }
+}
+
 /// The router of a group.
 #[derive(Clone, Debug)]
 pub struct RouterEntryInfo {
@@ -530,7 +537,7 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
             });
         }
         // Prefill first, then decode, then servers of no known role; launch order within.
-        let rank = |e: &ServerEntry| match e.view.role.or(e.intended) {
+        let rank = |e: &ServerEntry| match e.role() {
             Some(Role::Prefill) => 0,
             Some(Role::Decode) => 1,
             None => 2,
@@ -540,7 +547,7 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
         for e in &mut entries {
             let l = &launches[e.launch];
             let explicit = e.view.explicit("host").filter(|h| !is_wildcard(h));
-            let guess = router.as_ref().map(|r| server_host(&e.view, e.view.role.or(e.intended), &r.view));
+            let guess = router.as_ref().map(|r| server_host(&e.view, e.role(), &r.view));
             e.view.host = match (explicit, l.machine.as_deref().filter(|_| l.isolated)) {
                 (Some(host), _) => host,
                 (None, Some(pod)) => pod_host(&e.view, pod, guess, router.as_ref().map(|r| &r.view)),
@@ -648,7 +655,7 @@ fn assign_instances(entries: &mut [ServerEntry], files: &[SourceFile], launches:
     let mut counters: FastMap<Option<Role>, usize> = FastMap::default();
     let mut instance_of: Vec<(usize, usize)> = Vec::new();
     for e in entries.iter() {
-        let role = e.view.role.or(e.intended);
+        let role = e.role();
         let multi = e.view.int("nnodes").unwrap_or(1) > 1;
         let rank = multi.then(|| e.view.int("node_rank").and_then(|n| usize::try_from(n).ok())).flatten();
         let key = multi.then(|| e.view.explicit("dist_init_addr")).flatten();
@@ -684,7 +691,7 @@ fn assign_instances(entries: &mut [ServerEntry], files: &[SourceFile], launches:
         // A variant of a recipe file: `variant, file`.
         let variant = l.scope.as_ref().filter(|s| s.variant).and_then(|s| s.name.as_deref());
         let base = variant.map_or_else(|| base.to_owned(), |v| [v, ", ", base].concat());
-        let role = match e.view.role.or(e.intended) {
+        let role = match e.role() {
             Some(r) => r.as_str(),
             None => "server",
         };

@@ -138,7 +138,7 @@ fn json_value(flag: &Flag, u: &ArgUse) -> Option<Value> {
 fn cluster_settings(linted: &Linted, group: &Group) -> Option<Kubernetes> {
     let mut sides: [Option<Kubernetes>; 2] = [None, None];
     for r in Role::BOTH {
-        let mut servers = group.servers.iter().filter(|s| s.view.role.or(s.intended) == Some(r));
+        let mut servers = group.servers.iter().filter(|s| s.role() == Some(r));
         let first = linted.launches[servers.next()?.launch].kubernetes.as_deref();
         if !servers.all(|s| linted.launches[s.launch].kubernetes.as_deref() == first) {
             return None;
@@ -174,9 +174,8 @@ fn cluster_settings(linted: &Linted, group: &Group) -> Option<Kubernetes> {
 
 impl<'a> Builder<'a> {
     fn new(linted: &'a Linted, group: &'a Group) -> Result<Builder<'a>, String> {
-        let role_of = |s: &super::ServerEntry| s.view.role.or(s.intended);
         for r in Role::BOTH {
-            if !group.servers.iter().any(|s| role_of(s) == Some(r)) {
+            if !group.servers.iter().any(|s| s.role() == Some(r)) {
                 return Err(format!("group `{}` has no {r} server, so it is not a complete PD deployment", group.name));
             }
         }
@@ -214,7 +213,7 @@ impl<'a> Builder<'a> {
         let mut instances = Vec::new();
         for r in Role::BOTH {
             let mut seen: Vec<usize> = Vec::new();
-            for s in group.servers.iter().filter(|s| role_of(s) == Some(r)) {
+            for s in group.servers.iter().filter(|s| s.role() == Some(r)) {
                 if !seen.contains(&s.view.instance) {
                     seen.push(s.view.instance);
                 }
@@ -222,7 +221,7 @@ impl<'a> Builder<'a> {
             crate::sort::sort(&mut seen);
             for (k, inst) in seen.iter().enumerate() {
                 let nodes: Vec<&super::ServerEntry> =
-                    group.servers.iter().filter(|s| role_of(s) == Some(r) && s.view.instance == *inst).collect();
+                    group.servers.iter().filter(|s| s.role() == Some(r) && s.view.instance == *inst).collect();
                 // A node rank at or past `--nnodes` names no node of the instance (SGLang waits
                 // for it forever); it is left out, so that `--node-rank 2147483647` does not
                 // make two billion placeholder nodes. No instance spans more than MAX_NODES.
@@ -298,13 +297,10 @@ impl<'a> Builder<'a> {
 
     fn build(mut self) -> Result<Reconstructed, String> {
         let group = self.group;
-        let first_prefill_bootstrap = group
-            .servers
-            .iter()
-            .find(|s| s.view.role.or(s.intended) == Some(Role::Prefill))
-            .and_then(|s| s.view.bootstrap_port());
+        let first_prefill_bootstrap =
+            group.servers.iter().find(|s| s.role() == Some(Role::Prefill)).and_then(|s| s.view.bootstrap_port());
         for s in &group.servers {
-            let Some(role) = s.view.role.or(s.intended) else {
+            let Some(role) = s.role() else {
                 self.notes.push(format!("{} is neither prefill nor decode; left out", s.view.label));
                 continue;
             };
@@ -403,7 +399,7 @@ impl<'a> Builder<'a> {
         }
         for r in Role::BOTH {
             let gpus: Vec<Option<crate::deployment::Gpu>> =
-                group.servers.iter().filter(|s| s.view.role.or(s.intended) == Some(r)).map(|s| s.view.gpu).collect();
+                group.servers.iter().filter(|s| s.role() == Some(r)).map(|s| s.view.gpu).collect();
             if let Some(Some(g)) = gpus.first() {
                 if gpus.iter().all(|x| *x == Some(*g)) {
                     self.doc[r.as_str()]["gpu"] = crate::load::to_value(g);
@@ -427,7 +423,7 @@ impl<'a> Builder<'a> {
             let plan = crate::plan::plan(d);
             let mut changed = false;
             for s in &self.group.servers {
-                let Some(role) = s.view.role.or(s.intended) else { continue };
+                let Some(role) = s.role() else { continue };
                 let Some(&(_, _, k)) = self.instances.iter().find(|(r, i, _)| *r == role && *i == s.view.instance)
                 else {
                     continue;
@@ -485,7 +481,7 @@ impl<'a> Builder<'a> {
         let speculates = |s: &&super::ServerEntry| {
             s.view.value("speculative_algorithm").is_some_and(|a| !a.eq_ignore_ascii_case("none"))
         };
-        let on = |role: Role| self.group.servers.iter().filter(move |s| s.view.role.or(s.intended) == Some(role));
+        let on = |role: Role| self.group.servers.iter().filter(move |s| s.role() == Some(role));
         if on(Role::Decode).any(|s| speculates(&s)) && !on(Role::Prefill).any(|s| speculates(&s)) {
             let path = ["shared", "speculative", "decode_only"].map(Value::from).to_vec();
             self.try_set(&path, Value::Bool(true));
@@ -513,8 +509,7 @@ impl<'a> Builder<'a> {
             }
         }
         for r in Role::BOTH {
-            let side: Vec<&super::ServerEntry> =
-                group.servers.iter().filter(|s| s.view.role.or(s.intended) == Some(r)).collect();
+            let side: Vec<&super::ServerEntry> = group.servers.iter().filter(|s| s.role() == Some(r)).collect();
             let Some(head) = side.first() else { continue };
             let mut env = Map::new();
             for (k, v) in &head.view.env {
