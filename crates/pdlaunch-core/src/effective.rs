@@ -32,6 +32,9 @@ pub struct ServerView {
     pub label: String,
     /// Host the process runs on (the address peers use).
     pub host: String,
+    /// The pod the process runs in, when the linter knows its name and `host` may name more than
+    /// it (a Service that reaches the pods of several groups): see [`ServerView::machine`].
+    pub pod: Option<String>,
     /// GPUs used on the host, as (first index, count), when known.
     pub gpus: Option<(u32, u32)>,
     /// Instance index and node rank within its side, when known.
@@ -148,6 +151,7 @@ impl ServerView {
             role,
             label,
             host,
+            pod: None,
             gpus: None,
             instance: 0,
             node: 0,
@@ -159,6 +163,12 @@ impl ServerView {
             release,
             sizes: OnceCell::new(),
         }
+    }
+
+    /// The machine the process binds its ports and uses its GPUs on: its pod when known (pods
+    /// have their own network and GPUs, whatever address reaches them), else its host.
+    pub fn machine(&self) -> &str {
+        self.pod.as_deref().unwrap_or(&self.host)
     }
 
     fn sizes(&self) -> &Sizes {

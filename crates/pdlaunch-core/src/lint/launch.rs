@@ -78,6 +78,8 @@ pub struct PodMeta {
     pub pod: bool,
     /// The `replicas` of the object that makes the pod (a Deployment's, a StatefulSet's).
     pub replicas: Option<u32>,
+    /// The name of the object those `replicas` are of (a StatefulSet names its pods after it).
+    pub owner: Option<String>,
 }
 
 impl PodMeta {

@@ -391,12 +391,18 @@ fn pod_meta(metadata: &Node, object: &Node, outer: Option<&PodMeta>) -> Option<P
     };
     let namespace = metadata.get("namespace").and_then(Node::str).map(str::to_owned);
     let spec = object.get("spec");
+    let own = spec.and_then(|s| s.get("replicas")).and_then(count);
+    let owner = match own {
+        Some(_) => metadata.get("name").and_then(Node::str).map(str::to_owned),
+        None => outer.and_then(|o| o.owner.clone()),
+    };
     Some(PodMeta {
         labels: pairs("labels"),
         annotations: pairs("annotations"),
         namespace: namespace.or_else(|| outer.and_then(|o| o.namespace.clone())),
         pod: spec.and_then(|s| s.get("containers")).is_some(),
-        replicas: spec.and_then(|s| s.get("replicas")).and_then(count).or_else(|| outer.and_then(|o| o.replicas)),
+        replicas: own.or_else(|| outer.and_then(|o| o.replicas)),
+        owner,
     })
 }
 

@@ -548,6 +548,8 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
             let l = &launches[e.launch];
             let explicit = e.view.explicit("host").filter(|h| !is_wildcard(h));
             let guess = router.as_ref().map(|r| server_host(&e.view, e.role(), &r.view));
+            // A pod of a group (a LeaderWorkerSet's) is a machine of its own, whatever reaches it.
+            e.view.pod = l.machine.clone().filter(|_| l.isolated);
             e.view.host = match (explicit, l.machine.as_deref().filter(|_| l.isolated)) {
                 (Some(host), _) => host,
                 (None, Some(pod)) => pod_host(&e.view, pod, guess, router.as_ref().map(|r| &r.view)),
@@ -1158,6 +1160,7 @@ fn lint_group(
     }
     if let Some(r) = &group.router {
         extra.extend(r.misses.iter().map(|m| discovery_miss(m, group, files, launches)));
+        extra.extend(prefill_pods_behind_one_address(r, group, launches));
     }
     let pair_rule = &rules::PD045;
     if !pd_evidence {
@@ -1243,6 +1246,63 @@ fn discovery_miss(m: &DiscoveryMiss, group: &Group, files: &[SourceFile], launch
         Some(s) => f.at(&s.view, "port"),
         None => f,
     }
+}
+
+/// PD051: the router's prefill entries that reach several prefill pods through one address: the
+/// replicas of one Deployment or StatefulSet behind a Service, or the leaders of the groups of one
+/// LeaderWorkerSet behind its Service. An entry that names a pod (a StatefulSet's `<name>-<i>`) or
+/// an IP address reaches one.
+fn prefill_pods_behind_one_address(r: &RouterEntryInfo, group: &Group, launches: &[Launch]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let report = |e: &RouterEntry, pods: u32, what: String, servers: &[&ServerEntry]| {
+        let message = format!(
+            "router entry `{}` reaches {pods} prefill pods through one address ({what}): the decode fetches the \
+             bootstrap information there once and keeps the pod that answered, so the requests the router sends \
+             to the other pods wait for KV destinations that never come, and time out",
+            e.prefill_flag()
+        );
+        let fix = "list each prefill pod at an address of its own (a StatefulSet pod's or a LeaderWorkerSet \
+                   leader's name), or let the router discover them (`--service-discovery` with a \
+                   `--prefill-selector`)";
+        let f = Finding::new(&rules::PD051, message, fix).at_origin("router", Some("--prefill"), e.origin.clone());
+        servers.iter().fold(f, |f, s| f.at(&s.view, "port"))
+    };
+    for e in r.view.prefills.iter().filter(|e| !e.discovered && e.host.parse::<std::net::IpAddr>().is_err()) {
+        let behind: Vec<&ServerEntry> = group
+            .servers
+            .iter()
+            .filter(|s| {
+                s.role() == Some(Role::Prefill)
+                    && s.view.node == 0
+                    && s.view.port() == Some(e.port)
+                    && s.view.host.eq_ignore_ascii_case(&e.host)
+                    && launches[s.launch].isolated
+            })
+            .collect();
+        // One server that stands for the replicas of its object, one instance per `--nnodes` pods.
+        for &s in behind.iter().filter(|s| s.view.pod.is_none()) {
+            let Some(meta) = launches[s.launch].meta.as_deref() else { continue };
+            let pods = meta.replicas.unwrap_or(1) / s.view.size("nnodes").max(1);
+            let names_a_pod = meta.owner.as_deref().is_some_and(|owner| {
+                let first = e.host.split('.').next().unwrap_or_default();
+                first
+                    .strip_prefix(owner)
+                    .and_then(|rest| rest.strip_prefix('-'))
+                    .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
+            });
+            if pods >= 2 && !names_a_pod {
+                out.push(report(e, pods, format!("the {pods} replicas of {}", s.view.label), &[s]));
+            }
+        }
+        // The leaders of several groups, each in its own pod, that the entry's Service reaches.
+        let leaders: Vec<&ServerEntry> = behind.into_iter().filter(|s| s.view.pod.is_some()).collect();
+        if leaders.len() >= 2 {
+            let labels: Vec<&str> = leaders.iter().map(|s| s.view.label.as_str()).collect();
+            let what = format!("the leaders of {}", labels.join(", "));
+            out.push(report(e, leaders.len() as u32, what, &leaders));
+        }
+    }
+    out
 }
 
 /// Findings of one rule at the very same places are one finding: servers that one written

@@ -839,3 +839,70 @@ fn a_discovering_router_serves_the_pods_its_selectors_match() {
     let l = run(&[("gw.yaml", &elsewhere)]);
     assert!(l.findings.iter().any(|f| f.finding.message.contains("matches no decode server pod")), "{:#?}", l.findings);
 }
+
+/// A router entry that reaches several prefill pods through one address (a Service) pairs the
+/// decode with one of them only: PD051. An entry per pod, a multi-node server's pods, decode
+/// replicas and the groups' own machines are not.
+#[test]
+fn prefill_pods_behind_one_address_are_found() {
+    let server = |kind: &str, name: &str, role: &str, replicas: u32, extra: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: {kind}\nmetadata: {{name: {name}}}\nspec:\n  replicas: {replicas}\n  template:\n    \
+             spec:\n      containers:\n      - name: {role}\n        command: [python3, -m, sglang.launch_server, \
+             --model-path, meta-llama/Llama-3.1-8B-Instruct, --disaggregation-mode, {role}, --host, 0.0.0.0, --port, \
+             '30000'{extra}]\n---\n"
+        )
+    };
+    let router = |prefills: &[&str]| {
+        let entries: String = prefills.iter().map(|p| format!("--prefill, 'http://{p}:30000', '8998', ")).collect();
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: router}}\nspec:\n  template:\n    spec:\n      \
+             containers:\n      - name: router\n        command: [python3, -m, sglang_router.launch_router, \
+             --pd-disaggregation, {entries}--decode, 'http://d:30000']\n"
+        )
+    };
+    let behind = |text: &str| -> Vec<String> {
+        let l = run(&[("k.yaml", text)]);
+        let errors: Vec<&str> = codes(&l).into_iter().filter(|c| *c != "PD051").collect();
+        assert!(errors.is_empty(), "{:#?}", l.findings);
+        l.findings.iter().filter(|f| f.finding.code == "PD051").map(|f| f.finding.message.clone()).collect()
+    };
+    let decode = server("Deployment", "d", "decode", 3, "");
+    // Two replicas of a prefill Deployment behind its Service.
+    let text = server("Deployment", "p", "prefill", 2, "") + &decode + &router(&["p"]);
+    let found = behind(&text);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].starts_with(
+        "router entry `--prefill http://p:30000 8998` reaches 2 prefill pods through one address (the 2 replicas of \
+         prefill[0] (k.yaml:10))"
+    ), "{}", found[0]);
+    // One replica, or an address that is an IP, reaches one pod.
+    assert!(behind(&(server("Deployment", "p", "prefill", 1, "") + &decode + &router(&["p"]))).is_empty());
+    assert!(behind(&(server("Deployment", "p", "prefill", 2, "") + &decode + &router(&["10.1.2.3"]))).is_empty());
+    // A StatefulSet's pods listed by name, each or one: each entry reaches one pod.
+    let set = server("StatefulSet", "p", "prefill", 2, "");
+    assert!(behind(&(set.clone() + &decode + &router(&["p-0.p", "p-1.p"]))).is_empty());
+    assert!(behind(&(set.clone() + &decode + &router(&["p-0.p.llm.svc.cluster.local"]))).is_empty());
+    assert_eq!(behind(&(set + &decode + &router(&["p"]))).len(), 1);
+    // Two replicas that are the two nodes of one server.
+    let nodes = server("StatefulSet", "p", "prefill", 2, ", --tp-size, '2', --nnodes, '2', --node-rank, $(POD_INDEX)");
+    let decode2 = server("Deployment", "d", "decode", 3, ", --tp-size, '2'");
+    assert!(behind(&(nodes + &decode2 + &router(&["p"]))).is_empty());
+
+    // The groups of a LeaderWorkerSet behind its Service: one finding, and no port or GPU shared,
+    // since each leader is a pod of its own.
+    let lws = |prefill: &str| {
+        format!(
+            "apiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nmetadata: {{name: p}}\nspec:\n  replicas: 2\n  \
+             leaderWorkerTemplate:\n    size: 1\n    workerTemplate:\n      spec:\n        containers:\n        - name: prefill\n          \
+             command: [python3, -m, sglang.launch_server, --model-path, meta-llama/Llama-3.1-8B-Instruct, \
+             --disaggregation-mode, prefill, --host, 0.0.0.0, --port, '30000']\n---\n{decode}{}",
+            router(&[prefill])
+        )
+    };
+    let found = behind(&lws("p"));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].contains("reaches 2 prefill pods through one address (the leaders of prefill[0]"), "{}", found[0]);
+    // The router lists one leader: it reaches that pod, and the other group is its own machine.
+    assert!(behind(&lws("p-0.p")).is_empty());
+}

@@ -62,6 +62,7 @@ mod pd047_srun_same_node_rank;
 mod pd048_node_ranks;
 mod pd049_service_discovery_misses;
 mod pd050_kubernetes_refused;
+mod pd051_prefill_pods_behind_one_address;
 
 // Rules whose findings the linter raises itself, named directly (looking them up by code for
 // every group cost more than the lookup is worth).
@@ -71,6 +72,7 @@ pub(crate) use pd044_unknown_value::RULE as PD044;
 pub(crate) use pd045_incomplete_deployment::RULE as PD045;
 pub(crate) use pd047_srun_same_node_rank::{finding as pd047, SameRank};
 pub(crate) use pd049_service_discovery_misses::RULE as PD049;
+pub(crate) use pd051_prefill_pods_behind_one_address::RULE as PD051;
 
 /// Every rule, in code order. Codes are stable: never renumber, only append.
 pub static RULES: &[&Rule] = &[
@@ -124,6 +126,7 @@ pub static RULES: &[&Rule] = &[
     &pd048_node_ranks::RULE,
     &pd049_service_discovery_misses::RULE,
     &pd050_kubernetes_refused::RULE,
+    &pd051_prefill_pods_behind_one_address::RULE,
 ];
 
 /// The rule with this code (case-insensitive), or with this name.
@@ -327,6 +330,17 @@ pub struct RouterEntry {
     /// True for a pod the router finds by its labels (`--service-discovery`): the host is the
     /// pod, the port the router's discovery port, the bootstrap port the pod's annotation.
     pub discovered: bool,
+}
+
+impl RouterEntry {
+    /// A prefill entry as the router is given it: `--prefill http://host:port [bootstrap]`.
+    pub fn prefill_flag(&self) -> String {
+        let url = format!("http://{}", crate::plan::host_port(&self.host, self.port));
+        match self.bootstrap_port {
+            Some(b) => format!("--prefill {url} {b}"),
+            None => format!("--prefill {url}"),
+        }
+    }
 }
 
 /// Everything the rules look at.
@@ -758,7 +772,7 @@ mod lint_only_tests {
         assert!(check(&nulled).findings.iter().any(|f| f.code == "PD037"));
         all.extend([repeated, nulled, deepseek()]);
         let lint_only: Vec<&Rule> = RULES.iter().copied().filter(|r| r.lint_only).collect();
-        assert_eq!(lint_only.len(), 8);
+        assert_eq!(lint_only.len(), 9);
         for d in &all {
             let plan = crate::plan::plan(d);
             let ctx = Context::from_deployment(d, &plan);

@@ -50,16 +50,7 @@ fn entry_text(e: &RouterEntry) -> String {
         };
         return format!("the router's discovered prefill `{}` ({annotation})", e.host);
     }
-    format!("router entry `{}`", written(e))
-}
-
-/// `--prefill http://host:port [bootstrap]`.
-fn written(e: &RouterEntry) -> String {
-    let url = format!("http://{}", host_port(&e.host, e.port));
-    match e.bootstrap_port {
-        Some(b) => format!("--prefill {url} {b}"),
-        None => format!("--prefill {url}"),
-    }
+    format!("router entry `{}`", e.prefill_flag())
 }
 
 /// The pod annotation a discovering router reads a prefill's bootstrap port from.
@@ -151,7 +142,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
                         false => format!(
                             "write the port after the router's prefill URL (`{} {bound}`), or give the decode \
                              `--disaggregation-bootstrap-port {bound}`",
-                            written(e)
+                            e.prefill_flag()
                         ),
                     };
                     out.push(

@@ -123,7 +123,7 @@ fn server_uses(s: &ServerView) -> Vec<PortUse<'_>> {
         // Only node 0 runs the HTTP and bootstrap servers and owns the rendezvous block.
         return out;
     }
-    let host = s.host.as_str();
+    let host = s.machine();
     let mut push = |host: &str, lo: u16, hi: u16, what: Purpose, dest: &'static str| {
         let (host, unplaced) = machine(host, &s.label);
         out.push(PortUse { host, unplaced, lo, hi, who: &s.label, what, place: Place::Server(s, dest) });

@@ -152,7 +152,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
     // GPU ranges: overlaps on one machine, and ranges past the installed GPUs. A wildcard bind
     // address (lint input) does not say which machine a process is on, so only servers on a
     // known host are compared.
-    let known = |s: &ServerView| !(s.host.is_empty() || matches!(s.host.as_str(), "0.0.0.0" | "::" | "[::]"));
+    let known = |s: &ServerView| !matches!(s.machine(), "" | "0.0.0.0" | "::" | "[::]");
     let ranges: Vec<(&ServerView, Vec<String>)> =
         ctx.servers.iter().filter(|s| ctx.deployment.is_some() || known(s)).map(|s| (s, physical_gpus(s))).collect();
     let base_origin = |s: &ServerView| match node_path(ctx, s) {
@@ -163,7 +163,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
     // GPUs is the fix, and n processes on one GPU make n - 1 findings, not n(n - 1)/2.
     for (j, (b, b_ids)) in ranges.iter().enumerate() {
         let first = ranges[..j].iter().find_map(|(a, a_ids)| {
-            if !known(a) || a.host != b.host || a.label == b.label {
+            if !known(a) || a.machine() != b.machine() || a.label == b.label {
                 return None;
             }
             let shared: Vec<String> = a_ids.iter().filter(|g| b_ids.contains(g)).cloned().collect();
@@ -176,7 +176,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
                 show(a_ids),
                 b.label,
                 show(b_ids),
-                a.host,
+                a.machine(),
                 show(&shared)
             );
             let next = a_ids.iter().filter_map(|g| g.parse::<u64>().ok()).max().map_or(0, |m| m + 1);
