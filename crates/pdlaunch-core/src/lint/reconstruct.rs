@@ -37,6 +37,9 @@ fn visible_start(env: &std::collections::BTreeMap<String, String>) -> Option<u32
 /// The most nodes a reconstructed instance gets; larger `--nnodes` values are typos.
 const MAX_NODES: usize = 1024;
 
+/// The most instances the `replicas` of one object become.
+const MAX_REPLICAS: u32 = 256;
+
 /// A reconstructed deployment and what was changed or could not be expressed.
 #[derive(Clone, Debug)]
 pub struct Reconstructed {
@@ -412,7 +415,55 @@ impl<'a> Builder<'a> {
         let mut deployment: Deployment =
             crate::load::from_value(&self.doc).map_err(|e| format!("cannot build a deployment: {e}"))?;
         self.pin_gpus(&mut deployment);
+        self.replicate(&mut deployment);
         Ok(Reconstructed { deployment, notes: self.notes })
+    }
+
+    /// The instances that the `replicas` of a Deployment or StatefulSet stand for (one per
+    /// `--nnodes` pods): the server read once is the first, and copies of it follow the side's
+    /// other instances. Their hosts are their pods' names, `<object>-<i>.<address>`, which a
+    /// StatefulSet's headless Service resolves and a Deployment's pods do not have.
+    fn replicate(&mut self, d: &mut Deployment) {
+        for s in self.group.servers.iter().filter(|s| s.view.node == 0 && s.view.pod.is_none()) {
+            let l = &self.linted.launches[s.launch];
+            let (Some(role), Some(meta)) = (s.role(), l.meta.as_deref().filter(|_| l.isolated)) else {
+                continue;
+            };
+            let copies = (meta.replicas.unwrap_or(1) / s.view.size("nnodes").max(1)).min(MAX_REPLICAS) as usize;
+            let Some(&(_, _, k)) = self.instances.iter().find(|(r, i, _)| *r == role && *i == s.view.instance) else {
+                continue;
+            };
+            let side = match role {
+                Role::Prefill => &mut d.prefill,
+                Role::Decode => &mut d.decode,
+            };
+            let Some(first) = side.instances.get(k).cloned().filter(|_| copies >= 2) else { continue };
+            let owner = meta.owner.as_deref().unwrap_or(role.as_str());
+            let pod = |c: usize, host: &str| match host.parse::<std::net::IpAddr>() {
+                Ok(_) => format!("{owner}-{c}"),
+                Err(_) => format!("{owner}-{c}.{host}"),
+            };
+            let mut numbers = vec![k];
+            for c in 1..copies {
+                let mut copy = first.clone();
+                for n in &mut copy.nodes {
+                    n.host = pod(c, &n.host);
+                }
+                numbers.push(side.instances.len());
+                side.instances.push(copy);
+            }
+            for n in &mut side.instances[k].nodes {
+                n.host = pod(0, &n.host);
+            }
+            let numbers: Vec<String> = numbers.iter().map(ToString::to_string).collect();
+            self.notes.push(format!(
+                "{} stands for the {copies} replicas of `{owner}`: {role} instances {}, at their pods' names (a \
+                 StatefulSet's; a Deployment's pods have none, so set those hosts to render other than Kubernetes \
+                 manifests)",
+                s.view.label,
+                numbers.join(", ")
+            ));
+        }
     }
 
     /// Makes `base_gpu_id` explicit where the plan's default placement (after the GPUs of

@@ -905,4 +905,16 @@ fn prefill_pods_behind_one_address_are_found() {
     assert!(found[0].contains("reaches 2 prefill pods through one address (the leaders of prefill[0]"), "{}", found[0]);
     // The router lists one leader: it reaches that pod, and the other group is its own machine.
     assert!(behind(&lws("p-0.p")).is_empty());
+
+    // Reconstructed, the replicas are instances of their own, at their pods' names, so the
+    // deployment renders one router entry per prefill pod and checks clean.
+    let text = server("StatefulSet", "p", "prefill", 2, "") + &decode + &router(&["p"]);
+    let back = crate::lint::reconstruct::deployment(&run(&[("k.yaml", &text)]), 0).unwrap();
+    let hosts =
+        |s: &crate::deployment::Side| -> Vec<String> { s.instances.iter().map(|i| i.nodes[0].host.clone()).collect() };
+    assert_eq!(hosts(&back.deployment.prefill), ["p-0.p", "p-1.p"]);
+    assert_eq!(hosts(&back.deployment.decode), ["d-0.d", "d-1.d", "d-2.d"]);
+    assert!(back.notes.iter().any(|n| n.contains("stands for the 2 replicas of `p`")), "{:?}", back.notes);
+    let report = crate::rules::check(&back.deployment);
+    assert!(report.is_clean(), "{:#?}", report.findings);
 }
