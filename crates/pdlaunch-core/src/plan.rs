@@ -287,6 +287,12 @@ pub fn host_port(host: &str, port: u16) -> String {
     }
 }
 
+/// True for an IP address written as one (`10.0.0.1`, `fe80::1`, `[::1]`): a DNS name has no `:`
+/// and is never all digits and dots.
+pub fn is_ip_literal(host: &str) -> bool {
+    host.contains(':') || (!host.is_empty() && host.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
+}
+
 struct ArgList<'a> {
     release: Release,
     args: Vec<Arg>,
@@ -622,4 +628,17 @@ fn router_process(d: &Deployment, addrs: &FastMap<(Role, usize), InstanceAddr>) 
         });
     }
     RouterProcess { host: r.host.clone(), port: r.port, prefills, decodes, args, env: r.env.clone() }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ip_literals_are_told_from_names() {
+        for ip in ["10.0.0.1", "fe80::1", "[::1]", "::"] {
+            assert!(super::is_ip_literal(ip), "{ip}");
+        }
+        for name in ["p-0.p", "node01", "10-0-0-1.nip", "", "llama-8b-prefill.llm.svc.cluster.local"] {
+            assert!(!super::is_ip_literal(name), "{name}");
+        }
+    }
 }

@@ -1267,7 +1267,7 @@ fn prefill_pods_behind_one_address(r: &RouterEntryInfo, group: &Group, launches:
         let f = Finding::new(&rules::PD051, message, fix).at_origin("router", Some("--prefill"), e.origin.clone());
         servers.iter().fold(f, |f, s| f.at(&s.view, "port"))
     };
-    for e in r.view.prefills.iter().filter(|e| !e.discovered && e.host.parse::<std::net::IpAddr>().is_err()) {
+    for e in r.view.prefills.iter().filter(|e| !e.discovered && !crate::plan::is_ip_literal(&e.host)) {
         let behind: Vec<&ServerEntry> = group
             .servers
             .iter()

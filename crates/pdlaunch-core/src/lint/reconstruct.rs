@@ -439,9 +439,9 @@ impl<'a> Builder<'a> {
             };
             let Some(first) = side.instances.get(k).cloned().filter(|_| copies >= 2) else { continue };
             let owner = meta.owner.as_deref().unwrap_or(role.as_str());
-            let pod = |c: usize, host: &str| match host.parse::<std::net::IpAddr>() {
-                Ok(_) => format!("{owner}-{c}"),
-                Err(_) => format!("{owner}-{c}.{host}"),
+            let pod = |c: usize, host: &str| match crate::plan::is_ip_literal(host) {
+                true => format!("{owner}-{c}"),
+                false => format!("{owner}-{c}.{host}"),
             };
             let mut numbers = vec![k];
             for c in 1..copies {
