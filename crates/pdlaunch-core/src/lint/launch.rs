@@ -82,6 +82,42 @@ pub struct PodMeta {
     pub owner: Option<String>,
 }
 
+/// A Kubernetes Service of the material, which a router entry may name.
+#[derive(Clone, Debug)]
+pub struct Service {
+    pub name: String,
+    pub namespace: Option<String>,
+    /// `clusterIP: None`: its name resolves to the pods themselves, which answer at any port.
+    pub headless: bool,
+    /// Each port it exposes, with the pod port it forwards to (`None`: a port named in the pod,
+    /// unknown here).
+    pub ports: Vec<(u16, Option<u16>)>,
+    /// The file, and the offset of its `ports` (else of the object).
+    pub file: usize,
+    pub at: usize,
+}
+
+impl Service {
+    /// True when a router reaches it at `host` (`<name>`, `<name>.<namespace>`, and the rest of
+    /// `svc.cluster.local` may follow).
+    pub fn named_by(&self, host: &str) -> bool {
+        let mut labels = host.split('.');
+        labels.next() == Some(self.name.as_str())
+            && match (labels.next(), &self.namespace) {
+                (Some(ns), Some(own)) => ns == own,
+                _ => true,
+            }
+    }
+    /// The pod port its port `port` forwards to: `Some(None)` when that is a named port, `None`
+    /// when it exposes no such port. A headless Service's name reaches the pods at any port.
+    pub fn target(&self, port: u16) -> Option<Option<u16>> {
+        if self.headless {
+            return Some(Some(port));
+        }
+        self.ports.iter().find(|(p, _)| *p == port).map(|(_, t)| *t)
+    }
+}
+
 impl PodMeta {
     /// True when the pod has every label of `selector` (`key=value` words).
     pub fn matches(&self, selector: &[String]) -> bool {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::launch::{
     gpu_in_text, release_for, scan_scripts, scan_shell, take_launch, version_in_image, Launch, LwsGroup, Pod, PodMeta,
-    Surroundings,
+    Service, Surroundings,
 };
 use super::shell::{Lexer, Vars};
 use super::source::{Embed, SrcMap, Word};
@@ -67,6 +67,35 @@ pub fn scan_documents(docs: &[Node], file: usize, base: &Surroundings, out: &mut
             walk(doc, file, dialect, &mut around, out, 0);
         }
     }
+}
+
+/// The Services among the documents of one YAML file.
+pub fn services(docs: &[Node], file: usize) -> Vec<Service> {
+    let mut out = Vec::new();
+    for doc in docs.iter().filter(|d| d.get("kind").and_then(Node::str) == Some("Service")) {
+        let metadata = doc.get("metadata");
+        let Some(name) = metadata.and_then(|m| m.get("name")).and_then(Node::str) else { continue };
+        let spec = doc.get("spec");
+        let ports = spec.and_then(|s| s.entry("ports"));
+        let port_of = |n: &Node| n.str().and_then(|s| s.trim().parse::<u16>().ok());
+        out.push(Service {
+            name: name.to_owned(),
+            namespace: metadata.and_then(|m| m.get("namespace")).and_then(Node::str).map(str::to_owned),
+            headless: spec.and_then(|s| s.get("clusterIP")).and_then(Node::str) == Some("None"),
+            ports: ports
+                .map(|(_, list)| list.items())
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|p| {
+                    let port = port_of(p.get("port")?)?;
+                    Some((port, p.get("targetPort").map_or(Some(port), port_of)))
+                })
+                .collect(),
+            file,
+            at: ports.map_or_else(|| doc.start(), |(key, _)| key.start),
+        });
+    }
+    out
 }
 
 /// The most pods of all groups of one LeaderWorkerSet read.

@@ -309,18 +309,19 @@ pub fn lint(inputs: &[Input], opts: &Options) -> Linted {
     let files: Vec<SourceFile> = inputs.iter().map(|i| SourceFile::new(i.name.clone(), i.text.clone())).collect();
     let config_files: Vec<usize> = inputs.iter().enumerate().filter(|(_, i)| i.config_only).map(|(k, _)| k).collect();
     let mut launches = Vec::new();
+    let mut services = Vec::new();
     let mut unread = Vec::new();
     for (idx, (input, file)) in inputs.iter().zip(&files).enumerate() {
         if input.config_only {
             continue;
         }
-        read_file(idx, file, &mut launches, &mut unread);
+        read_file(idx, file, &mut launches, &mut services, &mut unread);
     }
     let mut groups = build_groups(&files, &config_files, &launches, opts);
     let mut findings = Vec::new();
     for (g, group) in groups.iter_mut().enumerate() {
         let found = run_rules(group);
-        findings.extend(lint_group(g, group, found, &files, &launches));
+        findings.extend(lint_group(g, group, found, &files, &launches, &services));
     }
     Linted { files, launches, groups, findings, unread }
 }
@@ -332,7 +333,8 @@ pub fn config_paths(inputs: &[Input]) -> Vec<(usize, String)> {
     let mut unread = Vec::new();
     for (idx, input) in inputs.iter().enumerate() {
         if !input.config_only {
-            read_file(idx, &SourceFile::new(input.name.clone(), input.text.clone()), &mut launches, &mut unread);
+            let file = SourceFile::new(input.name.clone(), input.text.clone());
+            read_file(idx, &file, &mut launches, &mut Vec::new(), &mut unread);
         }
     }
     let mut out: Vec<(usize, String)> = Vec::new();
@@ -346,7 +348,13 @@ pub fn config_paths(inputs: &[Input]) -> Vec<(usize, String)> {
     out
 }
 
-fn read_file(idx: usize, file: &SourceFile, out: &mut Vec<Launch>, unread: &mut Vec<ReadProblem>) {
+fn read_file(
+    idx: usize,
+    file: &SourceFile,
+    out: &mut Vec<Launch>,
+    services: &mut Vec<launch::Service>,
+    unread: &mut Vec<ReadProblem>,
+) {
     let around = Surroundings { hints: vec![stem_hint(&file.name)], ..Surroundings::default() };
     match kind_of(&file.name, &file.text) {
         Kind::Shell => {
@@ -355,7 +363,10 @@ fn read_file(idx: usize, file: &SourceFile, out: &mut Vec<Launch>, unread: &mut 
             launch::scan_shell(&file.text, &SrcMap::Offset(0), idx, false, &mut vars, &around, out, 0);
         }
         Kind::Yaml => match yaml::parse(&file.text) {
-            Ok(docs) => manifest::scan_documents(&docs, idx, &around, out),
+            Ok(docs) => {
+                manifest::scan_documents(&docs, idx, &around, out);
+                services.extend(manifest::services(&docs, idx));
+            }
             Err(e) => {
                 let (line, column) = file.position(e.offset);
                 unread.push(ReadProblem {
@@ -947,6 +958,7 @@ fn lint_group(
     mut findings: Vec<Finding>,
     files: &[SourceFile],
     launches: &[Launch],
+    services: &[launch::Service],
 ) -> Vec<LintFinding> {
     let mut extra: Vec<Finding> = Vec::new();
 
@@ -1161,6 +1173,11 @@ fn lint_group(
     if let Some(r) = &group.router {
         extra.extend(r.misses.iter().map(|m| discovery_miss(m, group, files, launches)));
         extra.extend(prefill_pods_behind_one_address(r, group, launches));
+        let (found, translated) = service_bootstrap_ports(r, group, files, services);
+        extra.extend(found);
+        // A Service that forwards the decodes' port to the one the prefill binds links them.
+        findings
+            .retain(|f| !(f.code == "PD017" && f.locations.first().is_some_and(|l| translated.contains(&l.origin))));
     }
     let pair_rule = &rules::PD045;
     if !pd_evidence {
@@ -1303,6 +1320,67 @@ fn prefill_pods_behind_one_address(r: &RouterEntryInfo, group: &Group, launches:
         }
     }
     out
+}
+
+/// A router's prefill entries that name a Service of the material, which stands between the
+/// decodes and the prefill's bootstrap server: PD017 where it exposes no port for the bootstrap
+/// port the decodes get, or forwards it to another pod port than the prefill binds; and the
+/// origins of the entries whose Service forwards that port to another one, the one the prefill
+/// binds (the rule, which knows no Services, compares the two ports).
+fn service_bootstrap_ports(
+    r: &RouterEntryInfo,
+    group: &Group,
+    files: &[SourceFile],
+    services: &[launch::Service],
+) -> (Vec<Finding>, Vec<Origin>) {
+    let mut out = Vec::new();
+    let mut translated = Vec::new();
+    let decode_fallback =
+        group.servers.iter().find(|s| s.role() == Some(Role::Decode)).and_then(|s| s.view.bootstrap_port());
+    for e in r.view.prefills.iter().filter(|e| !e.discovered) {
+        let Some(service) = services.iter().find(|s| !s.headless && s.named_by(&e.host)) else { continue };
+        // Where the decodes connect: the port after the URL, else their own bootstrap port.
+        let Some(port) = e.bootstrap_port.or(decode_fallback) else { continue };
+        let prefill = group
+            .servers
+            .iter()
+            .find(|s| s.role() == Some(Role::Prefill) && s.view.node == 0 && s.view.host.eq_ignore_ascii_case(&e.host));
+        let bound = prefill.and_then(|p| p.view.bootstrap_port());
+        let problem = match (service.target(port), bound) {
+            (None, _) => format!("Service `{}` exposes no port {port}", service.name),
+            (Some(Some(target)), Some(bound)) if target == bound && port != bound => {
+                translated.push(e.origin.clone());
+                continue;
+            }
+            // A port forwarded as is to another than the prefill binds is the rule's finding.
+            (Some(Some(target)), Some(bound)) if target != bound && port == bound => format!(
+                "Service `{}` forwards port {port} to pod port {target}, and {} binds its bootstrap server on {bound}",
+                service.name,
+                prefill.map_or("", |p| p.view.label.as_str())
+            ),
+            _ => continue,
+        };
+        let message = format!(
+            "router entry `{}` sends decodes to {} for the prefill's bootstrap information, but {problem}: they cannot \
+             fetch it, so every request fails",
+            e.prefill_flag(),
+            crate::plan::host_port(&e.host, port)
+        );
+        let fix = format!(
+            "give Service `{}` the port `{{name: bootstrap, port: {port}, targetPort: {}}}`",
+            service.name,
+            bound.unwrap_or(port)
+        );
+        let f = &files[service.file];
+        let (line, column) = f.position(service.at);
+        let at = Origin::Source { file: f.shared_name().clone(), line, column };
+        out.push(
+            Finding::new(&rules::PD017, message, fix)
+                .at_origin("router", Some("--prefill"), e.origin.clone())
+                .at_origin(format!("Service {}", service.name), Some("ports"), at),
+        );
+    }
+    (out, translated)
 }
 
 /// Findings of one rule at the very same places are one finding: servers that one written

@@ -490,6 +490,11 @@ const YAML_BITS: &[&str] = &[
     "\\x4",
     "key",
     "services:\n",
+    "kind: Service\n",
+    "ports: ",
+    "port: ",
+    "targetPort: ",
+    "65536",
 ];
 
 fn fuzz<S: Strategy>(name: &str, n: u32, strategy: S, f: impl Fn(S::Value)) {
@@ -533,6 +538,7 @@ fn fuzz_yaml_and_manifest_readers() {
         if let Ok(docs) = yaml::parse(&t) {
             let mut out = Vec::new();
             manifest::scan_documents(&docs, 0, &Surroundings::default(), &mut out);
+            manifest::services(&docs, 0);
         }
     });
 }
@@ -589,6 +595,7 @@ fn fuzz_whole_linter_on_mutated_fixtures() {
         ("ome.yaml", include_str!("../../../../tests/fixtures/lint/ome-llama-runtime.yaml")),
         ("recipe.yaml", include_str!("../../../../tests/fixtures/lint/srtctl-qwen3-2p2d.yaml")),
         ("k8s.yaml", rendered_leader_worker_sets()),
+        ("overlay.yaml", replicated_overlay()),
     ];
     let n = cases(400);
     let mut total = 0;
@@ -604,6 +611,15 @@ fn fuzz_whole_linter_on_mutated_fixtures() {
         total += n;
     }
     eprintln!("fuzz whole linter: {total} mutated fixtures, no panic");
+}
+
+/// The Deployments and Services of the Kubernetes overlay fixture in one file, with three
+/// prefill replicas behind their Service (PD051, and instances of their own when reconstructed).
+fn replicated_overlay() -> &'static str {
+    let prefill = include_str!("../../../../tests/fixtures/lint/k8s-overlay/prefill.yaml");
+    let decode = include_str!("../../../../tests/fixtures/lint/k8s-overlay/decode.yaml");
+    let text = format!("{prefill}---\n{decode}").replace("replicas: 1 ", "replicas: 3 ");
+    Box::leak(text.into_boxed_str())
 }
 
 /// The Kubernetes manifests of a deployment with multi-node instances, two of them on the

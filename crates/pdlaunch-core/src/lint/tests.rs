@@ -918,3 +918,48 @@ fn prefill_pods_behind_one_address_are_found() {
     let report = crate::rules::check(&back.deployment);
     assert!(report.is_clean(), "{:#?}", report.findings);
 }
+
+/// A Service between the router's prefill entry and the prefill: the decodes reach the bootstrap
+/// server through it, so it must expose the bootstrap port and forward it to the one the prefill
+/// binds (PD017); one that forwards a port to the right one links them.
+#[test]
+fn a_prefill_service_must_lead_to_the_bootstrap_server() {
+    let text = |bound: u16, ports: &str, entry: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: p, namespace: llm}}\nspec:\n  template:\n    spec:\n      \
+             containers:\n      - name: prefill\n        command: [python3, -m, sglang.launch_server, --model-path, \
+             meta-llama/Llama-3.1-8B-Instruct, --disaggregation-mode, prefill, --host, 0.0.0.0, --port, '30000', \
+             --disaggregation-bootstrap-port, '{bound}']\n---\n\
+             apiVersion: v1\nkind: Service\nmetadata: {{name: p, namespace: llm}}\nspec:\n  selector: {{app: p}}\n  \
+             ports: {ports}\n---\n\
+             apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d, namespace: llm}}\nspec:\n  template:\n    spec:\n      \
+             containers:\n      - name: decode\n        command: [python3, -m, sglang.launch_server, --model-path, \
+             meta-llama/Llama-3.1-8B-Instruct, --disaggregation-mode, decode, --host, 0.0.0.0, --port, '30001']\n      \
+             - name: router\n        command: [python3, -m, sglang_router.launch_router, --pd-disaggregation, \
+             --prefill, 'http://{entry}:30000', '8998', --decode, 'http://127.0.0.1:30001']\n"
+        )
+    };
+    let pd017 = |t: &str| -> Vec<String> {
+        let l = run(&[("k.yaml", t)]);
+        l.findings.iter().filter(|f| f.finding.code == "PD017").map(|f| f.finding.message.clone()).collect()
+    };
+    let both = "[{port: 30000}, {port: 8998}]";
+    assert!(pd017(&text(8998, both, "p")).is_empty());
+    let found = pd017(&text(8998, "[{port: 30000}]", "p.llm.svc.cluster.local"));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("sends decodes to p.llm.svc.cluster.local:8998") && found[0].contains("exposes no port 8998")
+    );
+    // Forwarded to another port than the prefill binds; to the one it binds; to a named port.
+    let found = pd017(&text(8998, "[{port: 30000}, {port: 8998, targetPort: 9000}]", "p"));
+    assert!(found.len() == 1 && found[0].contains("forwards port 8998 to pod port 9000"), "{found:?}");
+    assert!(pd017(&text(9000, "[{port: 30000}, {port: 8998, targetPort: 9000}]", "p")).is_empty());
+    assert!(pd017(&text(8998, "[{port: 30000}, {port: 8998, targetPort: bootstrap}]", "p")).is_empty());
+    // Without the Service the rule compares the two ports itself.
+    assert_eq!(pd017(&text(9000, both, "p")).len(), 1);
+    // A headless Service's name reaches the pods at any port; a Service of another namespace is
+    // not the one the entry names.
+    let headless = text(8998, "[{port: 30000}]", "p").replace("selector: {app: p}", "clusterIP: None");
+    assert!(pd017(&headless).is_empty());
+    assert!(pd017(&text(8998, "[{port: 30000}]", "p.other")).is_empty());
+}

@@ -66,6 +66,7 @@ mod pd051_prefill_pods_behind_one_address;
 
 // Rules whose findings the linter raises itself, named directly (looking them up by code for
 // every group cost more than the lookup is worth).
+pub(crate) use pd017_bootstrap_port_link::RULE as PD017;
 pub(crate) use pd024_invalid_argument::RULE as PD024;
 pub(crate) use pd043_config_file_key::RULE as PD043;
 pub(crate) use pd044_unknown_value::RULE as PD044;
