@@ -239,7 +239,7 @@ impl<'a> Builder<'a> {
                 let mut hosts: Vec<Value> = Vec::new();
                 for n in 0..count {
                     let known =
-                        nodes.iter().find(|s| s.view.node == n).map(|s| s.view.host.clone()).filter(|h| !h.is_empty());
+                        nodes.iter().find(|s| s.view.node == n).map(|s| own_host(group, s)).filter(|h| !h.is_empty());
                     let host = known.unwrap_or_else(|| {
                         let placeholder = format!("{r}-{k}-node-{n}");
                         notes.push(format!("the address of {r} instance {k} node {n} is unknown: set its `host` (`{placeholder}` is a placeholder)"));
@@ -691,6 +691,18 @@ impl<'a> Builder<'a> {
                 }
             }
         }
+    }
+}
+
+/// The address of a server's own: its host, unless that is also the host of a server in another
+/// pod (a Service in front of the groups of a LeaderWorkerSet), then its pod's name.
+fn own_host(group: &Group, s: &super::ServerEntry) -> String {
+    let shared = |pod: &String| {
+        group.servers.iter().any(|o| o.view.pod.as_ref().is_some_and(|p| p != pod) && o.view.host == s.view.host)
+    };
+    match &s.view.pod {
+        Some(pod) if shared(pod) => pod.clone(),
+        _ => s.view.host.clone(),
     }
 }
 

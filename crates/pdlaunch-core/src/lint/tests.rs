@@ -905,6 +905,11 @@ fn prefill_pods_behind_one_address_are_found() {
     assert!(found[0].contains("reaches 2 prefill pods through one address (the leaders of prefill[0]"), "{}", found[0]);
     // The router lists one leader: it reaches that pod, and the other group is its own machine.
     assert!(behind(&lws("p-0.p")).is_empty());
+    // Reconstructed, each group is at its leader's name, not at the Service both were reached at.
+    let back = crate::lint::reconstruct::deployment(&run(&[("k.yaml", &lws("p"))]), 0).unwrap().deployment;
+    let leaders: Vec<&str> = back.prefill.instances.iter().map(|i| i.nodes[0].host.as_str()).collect();
+    assert_eq!(leaders, ["p-0.p", "p-1.p"]);
+    assert!(crate::rules::check(&back).is_clean());
 
     // Reconstructed, the replicas are instances of their own, at their pods' names, so the
     // deployment renders one router entry per prefill pod and checks clean.
