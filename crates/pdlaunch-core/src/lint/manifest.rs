@@ -69,30 +69,37 @@ pub fn scan_documents(docs: &[Node], file: usize, base: &Surroundings, out: &mut
     }
 }
 
-/// The Services among the documents of one YAML file.
+/// The Services among the documents of one YAML file whose ports can be read: a list of ports,
+/// each with its number (Kubernetes refuses other Services, so nothing is said of them).
 pub fn services(docs: &[Node], file: usize) -> Vec<Service> {
     let mut out = Vec::new();
     for doc in docs.iter().filter(|d| d.get("kind").and_then(Node::str) == Some("Service")) {
         let metadata = doc.get("metadata");
         let Some(name) = metadata.and_then(|m| m.get("name")).and_then(Node::str) else { continue };
         let spec = doc.get("spec");
-        let ports = spec.and_then(|s| s.entry("ports"));
-        let port_of = |n: &Node| n.str().and_then(|s| s.trim().parse::<u16>().ok());
+        let headless = spec.and_then(|s| s.get("clusterIP")).and_then(Node::str) == Some("None");
+        let port_of = |n: &Node| n.str().and_then(|s| s.trim().parse::<u16>().ok()).filter(|p| *p != 0);
+        let (at, ports) = match spec.and_then(|s| s.entry("ports")) {
+            Some((key, list @ Node::Seq(_))) => {
+                let read = list.items().iter().map(|p| {
+                    let port = port_of(p.get("port")?)?;
+                    Some((port, p.get("targetPort").map_or(Some(port), port_of)))
+                });
+                match read.collect::<Option<Vec<_>>>() {
+                    Some(ports) => (key.start, ports),
+                    None => continue,
+                }
+            }
+            None if headless => (doc.start(), Vec::new()),
+            _ => continue,
+        };
         out.push(Service {
             name: name.to_owned(),
             namespace: metadata.and_then(|m| m.get("namespace")).and_then(Node::str).map(str::to_owned),
-            headless: spec.and_then(|s| s.get("clusterIP")).and_then(Node::str) == Some("None"),
-            ports: ports
-                .map(|(_, list)| list.items())
-                .unwrap_or_default()
-                .iter()
-                .filter_map(|p| {
-                    let port = port_of(p.get("port")?)?;
-                    Some((port, p.get("targetPort").map_or(Some(port), port_of)))
-                })
-                .collect(),
+            headless,
+            ports,
             file,
-            at: ports.map_or_else(|| doc.start(), |(key, _)| key.start),
+            at,
         });
     }
     out

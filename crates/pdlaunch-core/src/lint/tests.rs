@@ -967,4 +967,8 @@ fn a_prefill_service_must_lead_to_the_bootstrap_server() {
     let headless = text(8998, "[{port: 30000}]", "p").replace("selector: {app: p}", "clusterIP: None");
     assert!(pd017(&headless).is_empty());
     assert!(pd017(&text(8998, "[{port: 30000}]", "p.other")).is_empty());
+    // Ports that Kubernetes would refuse say nothing of where the Service leads.
+    for unreadable in ["{}", "null", "[{port: 99999}]", "[{port: 0}]", "[8998]"] {
+        assert!(pd017(&text(8998, unreadable, "p")).is_empty(), "{unreadable}");
+    }
 }
