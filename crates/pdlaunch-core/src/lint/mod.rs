@@ -317,7 +317,7 @@ pub fn lint(inputs: &[Input], opts: &Options) -> Linted {
         }
         read_file(idx, file, &mut launches, &mut services, &mut unread);
     }
-    let mut groups = build_groups(&files, &config_files, &launches, opts);
+    let mut groups = build_groups(&files, &config_files, &launches, &services, opts);
     let mut findings = Vec::new();
     for (g, group) in groups.iter_mut().enumerate() {
         let found = run_rules(group);
@@ -404,7 +404,13 @@ struct Pre {
     problems: Vec<ConfigProblem>,
 }
 
-fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch], opts: &Options) -> Vec<Group> {
+fn build_groups(
+    files: &[SourceFile],
+    config_files: &[usize],
+    launches: &[Launch],
+    services: &[launch::Service],
+    opts: &Options,
+) -> Vec<Group> {
     // The release: asked for, else named by an image (the newest known one before a version
     // pdlaunch has no spec of, which a note names), else the newest.
     let named = launches.iter().find(|l| l.release.is_some()).filter(|_| opts.release.is_none());
@@ -446,6 +452,11 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
     }
     for info in &mut routers {
         discover(info, &servers, launches, files);
+        // An entry that names a Service reaches the pods at the port it forwards to.
+        for e in info.view.prefills.iter_mut().chain(&mut info.view.decodes).filter(|e| !e.discovered) {
+            let target = services.iter().find(|s| s.named_by(&e.host)).and_then(|s| s.target(e.port)).flatten();
+            e.forwarded = target.filter(|t| *t != e.port);
+        }
     }
     // Link servers to routers by port (and host, when the server names one), or as discovered.
     // Linked: `Some(role)`, or `Some(None)` when entries of both kinds use the server's port.
@@ -468,7 +479,7 @@ fn build_groups(files: &[SourceFile], config_files: &[usize], launches: &[Launch
         let port = v.port()?;
         let host = v.explicit("host").filter(|h| !is_wildcard(h));
         let hit = |e: &RouterEntry| {
-            e.port == port && host.as_deref().is_none_or(|h| h == e.host || loopback(h) && loopback(&e.host))
+            e.server_port() == port && host.as_deref().is_none_or(|h| h == e.host || loopback(h) && loopback(&e.host))
         };
         role(r.view.prefills.iter().any(hit), r.view.decodes.iter().any(hit))
     };
@@ -612,7 +623,7 @@ fn pod_host(v: &ServerView, pod: &str, guess: Option<String>, r: Option<&RouterV
         |host: &str, name: &str| host.strip_prefix(name).is_some_and(|rest| rest.is_empty() || rest.starts_with('.'));
     let service = pod.split_once('.').map_or(pod, |(_, s)| s);
     let mut entries = r.into_iter().flat_map(|r| r.prefills.iter().chain(&r.decodes));
-    if let Some(e) = entries.find(|e| Some(e.port) == v.port() && names(&e.host, pod)) {
+    if let Some(e) = entries.find(|e| Some(e.server_port()) == v.port() && names(&e.host, pod)) {
         return e.host.clone();
     }
     match guess {
@@ -635,7 +646,7 @@ fn server_host(v: &ServerView, role: Option<Role>, r: &RouterView) -> String {
     if v.node != 0 {
         return String::new();
     }
-    let hits: Vec<&RouterEntry> = r.prefills.iter().chain(&r.decodes).filter(|e| e.port == port).collect();
+    let hits: Vec<&RouterEntry> = r.prefills.iter().chain(&r.decodes).filter(|e| e.server_port() == port).collect();
     if let [one] = hits.as_slice() {
         return one.host.clone();
     }
@@ -645,7 +656,7 @@ fn server_host(v: &ServerView, role: Option<Role>, r: &RouterView) -> String {
         Some(Role::Decode) => &r.decodes,
         None => &[],
     };
-    match own.iter().filter(|e| e.port == port).collect::<Vec<_>>().as_slice() {
+    match own.iter().filter(|e| e.server_port() == port).collect::<Vec<_>>().as_slice() {
         [one] => one.host.clone(),
         _ => String::new(),
     }
@@ -791,11 +802,25 @@ fn router_info(k: usize, l: &Launch, files: &[SourceFile], release: RouterReleas
         match u.dest {
             "prefill" => {
                 let bootstrap = parts.next().and_then(|p| p.parse::<u16>().ok());
-                prefills.push(RouterEntry { host, port, bootstrap_port: bootstrap, origin, discovered: false });
+                prefills.push(RouterEntry {
+                    host,
+                    port,
+                    bootstrap_port: bootstrap,
+                    origin,
+                    discovered: false,
+                    forwarded: None,
+                });
                 prefill_tokens.push(u.index);
             }
             "decode" => {
-                decodes.push(RouterEntry { host, port, bootstrap_port: None, origin, discovered: false });
+                decodes.push(RouterEntry {
+                    host,
+                    port,
+                    bootstrap_port: None,
+                    origin,
+                    discovered: false,
+                    forwarded: None,
+                });
                 decode_tokens.push(u.index);
             }
             _ => {}
@@ -883,6 +908,7 @@ fn discover(info: &mut RouterEntryInfo, servers: &[(Pre, ServerView)], launches:
                 bootstrap_port,
                 origin: origin.clone(),
                 discovered: true,
+                forwarded: None,
             });
             matched = true;
             linked[role as usize].push(pre.launch);
@@ -1291,7 +1317,7 @@ fn prefill_pods_behind_one_address(r: &RouterEntryInfo, group: &Group, launches:
             .filter(|s| {
                 s.role() == Some(Role::Prefill)
                     && s.view.node == 0
-                    && s.view.port() == Some(e.port)
+                    && s.view.port() == Some(e.server_port())
                     && s.view.host.eq_ignore_ascii_case(&e.host)
                     && launches[s.launch].isolated
             })

@@ -967,6 +967,13 @@ fn a_prefill_service_must_lead_to_the_bootstrap_server() {
     let headless = text(8998, "[{port: 30000}]", "p").replace("selector: {app: p}", "clusterIP: None");
     assert!(pd017(&headless).is_empty());
     assert!(pd017(&text(8998, "[{port: 30000}]", "p.other")).is_empty());
+    // The router reaches the prefill at the pod port the Service forwards its entry's port to.
+    let at_80 = |ports: &str| text(8998, ports, "p").replace("'http://p:30000'", "'http://p:80'");
+    let l = run(&[("k.yaml", &at_80("[{port: 80, targetPort: 30000}, {port: 8998}]"))]);
+    assert!(codes(&l).is_empty(), "{:#?}", l.findings);
+    assert_eq!(l.groups.len(), 1);
+    let found = pd017(&at_80("[{port: 80}, {port: 8998}]"));
+    assert!(found.len() == 1 && found[0].contains("matches no prefill server"), "{found:?}");
     // Ports that Kubernetes would refuse say nothing of where the Service leads.
     for unreadable in ["{}", "null", "[{port: 99999}]", "[{port: 0}]", "[8998]"] {
         assert!(pd017(&text(8998, unreadable, "p")).is_empty(), "{unreadable}");

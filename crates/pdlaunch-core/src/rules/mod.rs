@@ -331,9 +331,16 @@ pub struct RouterEntry {
     /// True for a pod the router finds by its labels (`--service-discovery`): the host is the
     /// pod, the port the router's discovery port, the bootstrap port the pod's annotation.
     pub discovered: bool,
+    /// The pod port that a Service the host names forwards `port` to, when it is another.
+    pub forwarded: Option<u16>,
 }
 
 impl RouterEntry {
+    /// The port the server behind the entry listens on: the entry's, or the one its Service
+    /// forwards it to.
+    pub fn server_port(&self) -> u16 {
+        self.forwarded.unwrap_or(self.port)
+    }
     /// A prefill entry as the router is given it: `--prefill http://host:port [bootstrap]`.
     pub fn prefill_flag(&self) -> String {
         let url = format!("http://{}", crate::plan::host_port(&self.host, self.port));
@@ -388,7 +395,7 @@ impl<'a> Context<'a> {
             plan.router.args.iter().flat_map(|a| a.tokens.iter().map(move |_| a.origin.clone())).collect();
         let entry = |url: &str, port: Option<u16>, origin: Origin| {
             let (host, p) = split_url(url).unwrap_or_default();
-            RouterEntry { host, port: p, bootstrap_port: port, origin, discovered: false }
+            RouterEntry { host, port: p, bootstrap_port: port, origin, discovered: false, forwarded: None }
         };
         let router = RouterView {
             host: plan.router.host.clone(),

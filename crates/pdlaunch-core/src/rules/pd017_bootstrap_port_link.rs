@@ -83,7 +83,8 @@ fn check(ctx: &Context) -> Vec<Finding> {
     let Some(router) = &ctx.router else { return out };
     for e in &router.prefills {
         let entry = entry_text(e);
-        let Some(p) = ctx.heads(Role::Prefill).find(|p| names(&p.host, &e.host) && p.port() == Some(e.port)) else {
+        let Some(p) = ctx.heads(Role::Prefill).find(|p| names(&p.host, &e.host) && p.port() == Some(e.server_port()))
+        else {
             // A discovered pod that listens elsewhere is PD049's.
             if e.discovered {
                 continue;

@@ -47,7 +47,9 @@ fn same_host(a: &str, b: &str) -> bool {
 fn entries_of<'a>(ctx: &'a Context, s: &ServerView) -> Vec<&'a RouterEntry> {
     let Some(router) = &ctx.router else { return Vec::new() };
     let list = if s.role == Some(Role::Prefill) { &router.prefills } else { &router.decodes };
-    list.iter().filter(|e| (s.host.is_empty() || same_host(&e.host, &s.host)) && s.port() == Some(e.port)).collect()
+    list.iter()
+        .filter(|e| (s.host.is_empty() || same_host(&e.host, &s.host)) && s.port() == Some(e.server_port()))
+        .collect()
 }
 
 fn check(ctx: &Context) -> Vec<Finding> {
@@ -85,7 +87,8 @@ fn check(ctx: &Context) -> Vec<Finding> {
     // Loopback prefill URLs: the router hands that host to every decode as the bootstrap host.
     if let Some(router) = &ctx.router {
         for e in router.prefills.iter().filter(|e| is_loopback(&e.host)) {
-            let Some(p) = ctx.heads(Role::Prefill).find(|p| same_host(&e.host, &p.host) && p.port() == Some(e.port))
+            let Some(p) =
+                ctx.heads(Role::Prefill).find(|p| same_host(&e.host, &p.host) && p.port() == Some(e.server_port()))
             else {
                 continue;
             };
