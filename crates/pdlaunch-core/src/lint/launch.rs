@@ -80,6 +80,8 @@ pub struct PodMeta {
     pub replicas: Option<u32>,
     /// The name of the object those `replicas` are of (a StatefulSet names its pods after it).
     pub owner: Option<String>,
+    /// The named ports of the container (`name`, `containerPort`), which a Service may forward to.
+    pub ports: Vec<(String, u16)>,
 }
 
 /// A Kubernetes Service of the material, which a router entry may name.
@@ -89,12 +91,20 @@ pub struct Service {
     pub namespace: Option<String>,
     /// `clusterIP: None`: its name resolves to the pods themselves, which answer at any port.
     pub headless: bool,
-    /// Each port it exposes, with the pod port it forwards to (`None`: a port named in the pod,
-    /// unknown here).
-    pub ports: Vec<(u16, Option<u16>)>,
+    /// Each port it exposes, with the pod port it forwards to.
+    pub ports: Vec<(u16, Target)>,
+    /// Its selector, as `key=value` words ([`PodMeta::matches`]).
+    pub selector: Vec<String>,
     /// The file, and the offset of its `ports` (else of the object).
     pub file: usize,
     pub at: usize,
+}
+
+/// Where a Service port forwards to: a pod port, or a container port's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    Port(u16),
+    Named(String),
 }
 
 impl Service {
@@ -108,13 +118,35 @@ impl Service {
                 _ => true,
             }
     }
-    /// The pod port its port `port` forwards to: `Some(None)` when that is a named port, `None`
-    /// when it exposes no such port. A headless Service's name reaches the pods at any port.
-    pub fn target(&self, port: u16) -> Option<Option<u16>> {
+    /// Where its port `port` forwards to, `None` when it exposes no such port. A headless
+    /// Service's name reaches the pods at any port.
+    pub fn target(&self, port: u16) -> Option<Target> {
         if self.headless {
-            return Some(Some(port));
+            return Some(Target::Port(port));
         }
-        self.ports.iter().find(|(p, _)| *p == port).map(|(_, t)| *t)
+        self.ports.iter().find(|(p, _)| *p == port).map(|(_, t)| t.clone())
+    }
+    /// The pod port its port `port` forwards to, a named one looked up in the pods it selects
+    /// among `pods`: `Some(None)` when the pods do not say one number, `None` when it exposes no
+    /// such port.
+    pub fn pod_port<'m>(&self, port: u16, pods: impl Iterator<Item = &'m PodMeta>) -> Option<Option<u16>> {
+        Some(match self.target(port)? {
+            Target::Port(p) => Some(p),
+            Target::Named(name) => {
+                let mut found = pods
+                    .filter(|m| !self.selector.is_empty() && m.matches(&self.selector) && self.holds(m))
+                    .filter_map(|m| m.ports.iter().find(|(n, _)| *n == name).map(|(_, p)| *p));
+                let first = found.next();
+                first.filter(|f| found.all(|p| p == *f))
+            }
+        })
+    }
+    /// True when a pod of this namespace (when both are known) may be one of its.
+    fn holds(&self, m: &PodMeta) -> bool {
+        match (&self.namespace, &m.namespace) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        }
     }
 }
 

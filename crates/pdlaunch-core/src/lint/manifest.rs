@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::launch::{
     gpu_in_text, release_for, scan_scripts, scan_shell, take_launch, version_in_image, Launch, LwsGroup, Pod, PodMeta,
-    Service, Surroundings,
+    Service, Surroundings, Target,
 };
 use super::shell::{Lexer, Vars};
 use super::source::{Embed, SrcMap, Word};
@@ -79,11 +79,16 @@ pub fn services(docs: &[Node], file: usize) -> Vec<Service> {
         let spec = doc.get("spec");
         let headless = spec.and_then(|s| s.get("clusterIP")).and_then(Node::str) == Some("None");
         let port_of = |n: &Node| n.str().and_then(|s| s.trim().parse::<u16>().ok()).filter(|p| *p != 0);
+        // A target that is no port number names a port of the pods' containers.
+        let target_of = |n: &Node| match port_of(n) {
+            Some(p) => Target::Port(p),
+            None => Target::Named(n.str().unwrap_or_default().to_owned()),
+        };
         let (at, ports) = match spec.and_then(|s| s.entry("ports")) {
             Some((key, list @ Node::Seq(_))) => {
                 let read = list.items().iter().map(|p| {
                     let port = port_of(p.get("port")?)?;
-                    Some((port, p.get("targetPort").map_or(Some(port), port_of)))
+                    Some((port, p.get("targetPort").map_or(Target::Port(port), target_of)))
                 });
                 match read.collect::<Option<Vec<_>>>() {
                     Some(ports) => (key.start, ports),
@@ -93,11 +98,18 @@ pub fn services(docs: &[Node], file: usize) -> Vec<Service> {
             None if headless => (doc.start(), Vec::new()),
             _ => continue,
         };
+        let selector = match spec.and_then(|s| s.get("selector")) {
+            Some(Node::Map(m)) => {
+                m.entries.iter().filter_map(|(k, v)| Some(format!("{}={}", k.text, v.str()?))).collect()
+            }
+            _ => Vec::new(),
+        };
         out.push(Service {
             name: name.to_owned(),
             namespace: metadata.and_then(|m| m.get("namespace")).and_then(Node::str).map(str::to_owned),
             headless,
             ports,
+            selector,
             file,
             at,
         });
@@ -143,6 +155,7 @@ struct Keys<'n, 'a> {
     args: Option<&'n Node<'a>>,
     entrypoint: Option<&'n Node<'a>>,
     volume_mounts: Option<&'n Node<'a>>,
+    ports: Option<&'n Node<'a>>,
     metadata: Option<&'n Node<'a>>,
     // The values of the keys of a pod spec that the deployment's `kubernetes` section writes.
     node_selector: Option<&'n Node<'a>>,
@@ -165,6 +178,7 @@ impl<'n, 'a> Keys<'n, 'a> {
                 "env" => (&mut keys.env, false),
                 "environment" => (&mut keys.environment, false),
                 "volumeMounts" => (&mut keys.volume_mounts, false),
+                "ports" => (&mut keys.ports, false),
                 "metadata" => (&mut keys.metadata, false),
                 "tolerations" => (&mut keys.tolerations, false),
                 "imagePullSecrets" => (&mut keys.pull_secrets, false),
@@ -439,6 +453,7 @@ fn pod_meta(metadata: &Node, object: &Node, outer: Option<&PodMeta>) -> Option<P
         pod: spec.and_then(|s| s.get("containers")).is_some(),
         replicas: own.or_else(|| outer.and_then(|o| o.replicas)),
         owner,
+        ports: Vec::new(),
     })
 }
 
@@ -501,6 +516,19 @@ fn container(keys: &Keys, file: usize, dialect: Dialect, around: &mut Surroundin
         let mut meta = around.meta.as_deref().cloned().unwrap_or_default();
         meta.labels.push((LWS_NAME_LABEL.to_owned(), lws.name.clone()));
         meta.labels.push((crate::render::WORKER_INDEX_LABEL.to_owned(), rank));
+        around.meta = Some(Arc::new(meta));
+    }
+    // The container's named ports, which a Service's `targetPort` may name.
+    let named: Vec<(String, u16)> = keys
+        .ports
+        .map(Node::items)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|p| Some((p.get("name")?.str()?.to_owned(), p.get("containerPort")?.str()?.trim().parse().ok()?)))
+        .collect();
+    if !named.is_empty() && dialect == Dialect::Kubernetes {
+        let mut meta = around.meta.as_deref().cloned().unwrap_or_default();
+        meta.ports = named;
         around.meta = Some(Arc::new(meta));
     }
     match keys.env.or(keys.environment) {

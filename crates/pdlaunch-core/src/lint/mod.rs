@@ -453,9 +453,10 @@ fn build_groups(
     for info in &mut routers {
         discover(info, &servers, launches, files);
         // An entry that names a Service reaches the pods at the port it forwards to.
+        let pods = || servers.iter().filter_map(|(pre, _)| launches[pre.launch].meta.as_deref());
         for e in info.view.prefills.iter_mut().chain(&mut info.view.decodes).filter(|e| !e.discovered) {
-            let target = services.iter().find(|s| s.named_by(&e.host)).and_then(|s| s.target(e.port)).flatten();
-            e.forwarded = target.filter(|t| *t != e.port);
+            let target = services.iter().find(|s| s.named_by(&e.host)).and_then(|s| s.pod_port(e.port, pods()));
+            e.forwarded = target.flatten().filter(|t| *t != e.port);
         }
     }
     // Link servers to routers by port (and host, when the server names one), or as discovered.
@@ -1199,7 +1200,7 @@ fn lint_group(
     if let Some(r) = &group.router {
         extra.extend(r.misses.iter().map(|m| discovery_miss(m, group, files, launches)));
         extra.extend(prefill_pods_behind_one_address(r, group, launches));
-        let (found, translated) = service_bootstrap_ports(r, group, files, services);
+        let (found, translated) = service_bootstrap_ports(r, group, files, launches, services);
         extra.extend(found);
         // A Service that forwards the decodes' port to the one the prefill binds links them.
         findings
@@ -1357,6 +1358,7 @@ fn service_bootstrap_ports(
     r: &RouterEntryInfo,
     group: &Group,
     files: &[SourceFile],
+    launches: &[Launch],
     services: &[launch::Service],
 ) -> (Vec<Finding>, Vec<Origin>) {
     let mut out = Vec::new();
@@ -1372,7 +1374,8 @@ fn service_bootstrap_ports(
             .iter()
             .find(|s| s.role() == Some(Role::Prefill) && s.view.node == 0 && s.view.host.eq_ignore_ascii_case(&e.host));
         let bound = prefill.and_then(|p| p.view.bootstrap_port());
-        let problem = match (service.target(port), bound) {
+        let pods = group.servers.iter().filter_map(|s| launches[s.launch].meta.as_deref());
+        let problem = match (service.pod_port(port, pods), bound) {
             (None, _) => format!("Service `{}` exposes no port {port}", service.name),
             (Some(Some(target)), Some(bound)) if target == bound && port != bound => {
                 translated.push(e.origin.clone());

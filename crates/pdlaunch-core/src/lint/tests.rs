@@ -979,3 +979,37 @@ fn a_prefill_service_must_lead_to_the_bootstrap_server() {
         assert!(pd017(&text(8998, unreadable, "p")).is_empty(), "{unreadable}");
     }
 }
+
+/// A Service port that names its target (`targetPort: http`) forwards to the container port of
+/// that name in the pods it selects; the decode's port of the same name is not the prefill's.
+#[test]
+fn a_named_target_port_is_the_selected_pods_port_of_that_name() {
+    let server = |role: &str, port: u16, bootstrap: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {role}}}\nspec:\n  template:\n    metadata:\n      \
+             labels: {{app: {role}}}\n    spec:\n      containers:\n      - name: {role}\n        command: [python3, -m, \
+             sglang.launch_server, --model-path, meta-llama/Llama-3.1-8B-Instruct, --disaggregation-mode, {role}, --host, \
+             0.0.0.0, --port, '{port}']\n        ports: [{{name: http, containerPort: {port}}}{bootstrap}]\n---\n\
+             apiVersion: v1\nkind: Service\nmetadata: {{name: {role}}}\nspec:\n  selector: {{app: {role}}}\n  ports: \
+             [{{port: 80, targetPort: http}}, {{port: 8998, targetPort: bootstrap}}]\n---\n"
+        )
+    };
+    let router =
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: router}\nspec:\n  template:\n    spec:\n      \
+                  containers:\n      - name: router\n        command: [python3, -m, sglang_router.launch_router, \
+                  --pd-disaggregation, --prefill, 'http://prefill:80', '8998', --decode, 'http://decode:80']\n";
+    let text =
+        server("prefill", 30000, ", {name: bootstrap, containerPort: 8998}") + &server("decode", 30001, "") + router;
+    let l = run(&[("k.yaml", &text)]);
+    assert!(codes(&l).is_empty(), "{:#?}", l.findings);
+    let r = l.groups[0].router.as_ref().unwrap();
+    assert_eq!((r.view.prefills[0].server_port(), r.view.decodes[0].server_port()), (30000, 30001));
+    // The prefill's container names no bootstrap port: where the Service leads is unknown.
+    let text = server("prefill", 30000, "") + &server("decode", 30001, "") + router;
+    assert!(codes(&run(&[("k.yaml", &text)])).is_empty());
+    // The prefill names its bootstrap port elsewhere than it binds.
+    let text =
+        server("prefill", 30000, ", {name: bootstrap, containerPort: 9000}") + &server("decode", 30001, "") + router;
+    let l = run(&[("k.yaml", &text)]);
+    assert_eq!(codes(&l), ["PD017"], "{:#?}", l.findings);
+}
