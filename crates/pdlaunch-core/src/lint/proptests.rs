@@ -494,6 +494,9 @@ const YAML_BITS: &[&str] = &[
     "ports: ",
     "port: ",
     "targetPort: ",
+    "containerPort: ",
+    "selector: ",
+    "http",
     "65536",
 ];
 
@@ -614,11 +617,16 @@ fn fuzz_whole_linter_on_mutated_fixtures() {
 }
 
 /// The Deployments and Services of the Kubernetes overlay fixture in one file, with three
-/// prefill replicas behind their Service (PD051, and instances of their own when reconstructed).
+/// prefill replicas behind their Service (PD051, and instances of their own when reconstructed),
+/// which the router reaches at a port the Service forwards to the containers' port named `http`.
 fn replicated_overlay() -> &'static str {
     let prefill = include_str!("../../../../tests/fixtures/lint/k8s-overlay/prefill.yaml");
     let decode = include_str!("../../../../tests/fixtures/lint/k8s-overlay/decode.yaml");
-    let text = format!("{prefill}---\n{decode}").replace("replicas: 1 ", "replicas: 3 ");
+    let text = format!("{prefill}---\n{decode}")
+        .replace("replicas: 1 ", "replicas: 3 ")
+        .replace("- containerPort: 30000", "- {name: http, containerPort: 30000}")
+        .replace("{name: http, port: 30000}", "{name: http, port: 80, targetPort: http}")
+        .replace("llama-8b-prefill:30000", "llama-8b-prefill:80");
     Box::leak(text.into_boxed_str())
 }
 
