@@ -1292,6 +1292,17 @@ fn discovery_miss(m: &DiscoveryMiss, group: &Group, files: &[SourceFile], launch
     }
 }
 
+/// The prefill servers (their node 0) that a router entry names: at its host, listening on the
+/// port it reaches them at.
+fn prefills_at<'g>(group: &'g Group, e: &'g RouterEntry) -> impl Iterator<Item = &'g ServerEntry> {
+    group.servers.iter().filter(move |s| {
+        s.role() == Some(Role::Prefill)
+            && s.view.node == 0
+            && s.view.port() == Some(e.server_port())
+            && s.view.host.eq_ignore_ascii_case(&e.host)
+    })
+}
+
 /// PD051: the router's prefill entries that reach several prefill pods through one address: the
 /// replicas of one Deployment or StatefulSet behind a Service, or the leaders of the groups of one
 /// LeaderWorkerSet behind its Service. An entry that names a pod (a StatefulSet's `<name>-<i>`) or
@@ -1312,17 +1323,7 @@ fn prefill_pods_behind_one_address(r: &RouterEntryInfo, group: &Group, launches:
         servers.iter().fold(f, |f, s| f.at(&s.view, "port"))
     };
     for e in r.view.prefills.iter().filter(|e| !e.discovered && !crate::plan::is_ip_literal(&e.host)) {
-        let behind: Vec<&ServerEntry> = group
-            .servers
-            .iter()
-            .filter(|s| {
-                s.role() == Some(Role::Prefill)
-                    && s.view.node == 0
-                    && s.view.port() == Some(e.server_port())
-                    && s.view.host.eq_ignore_ascii_case(&e.host)
-                    && launches[s.launch].isolated
-            })
-            .collect();
+        let behind: Vec<&ServerEntry> = prefills_at(group, e).filter(|s| launches[s.launch].isolated).collect();
         // One server that stands for the replicas of its object, one instance per `--nnodes` pods.
         for &s in behind.iter().filter(|s| s.view.pod.is_none()) {
             let Some(meta) = launches[s.launch].meta.as_deref() else { continue };
@@ -1369,10 +1370,7 @@ fn service_bootstrap_ports(
         let Some(service) = services.iter().find(|s| !s.headless && s.named_by(&e.host)) else { continue };
         // Where the decodes connect: the port after the URL, else their own bootstrap port.
         let Some(port) = e.bootstrap_port.or(decode_fallback) else { continue };
-        let prefill = group
-            .servers
-            .iter()
-            .find(|s| s.role() == Some(Role::Prefill) && s.view.node == 0 && s.view.host.eq_ignore_ascii_case(&e.host));
+        let prefill = prefills_at(group, e).next();
         let bound = prefill.and_then(|p| p.view.bootstrap_port());
         let pods = group.servers.iter().filter_map(|s| launches[s.launch].meta.as_deref());
         let problem = match (service.pod_port(port, pods), bound) {
