@@ -18,6 +18,7 @@ pub mod lint;
 pub mod load;
 pub mod model;
 pub mod plan;
+pub mod read;
 pub mod release;
 pub mod render;
 pub mod rules;

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::deployment::{Deployment, Role};
-use crate::lint::yaml::{self, Map, Node, Scalar, Style};
+use crate::read::yaml::{self, Map, Node, Scalar, Style};
 use crate::yaml_value;
 
 /// A deployment that could not be read.
@@ -544,7 +544,7 @@ impl JsonOut<'_> {
 /// 1-based line and column (in characters, as YAML readers count them) of a byte offset, as the
 /// linter counts them (errors only: the text is indexed for the one lookup).
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let (line, column) = crate::lint::source::SourceFile::new(String::new(), text).position(offset);
+    let (line, column) = crate::read::source::SourceFile::new(String::new(), text).position(offset);
     (line as usize, column as usize)
 }
 

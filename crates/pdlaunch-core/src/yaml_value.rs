@@ -1,4 +1,4 @@
-//! YAML as JSON values, over the position-keeping reader of [`crate::lint::yaml`]: the types of
+//! YAML as JSON values, over the position-keeping reader of [`crate::read::yaml`]: the types of
 //! plain scalars under YAML 1.2's core schema (read as serde_yaml 0.9 reads them, so a deployment
 //! means what it meant before), and a block-style writer whose output every YAML reader, 1.1 or
 //! 1.2, reads back as the same value.
@@ -6,7 +6,7 @@
 use serde::Serialize;
 use serde_json::{Map, Number, Value};
 
-use crate::lint::yaml::{self, Node, Scalar, Style, YamlError};
+use crate::read::yaml::{self, Node, Scalar, Style, YamlError};
 
 /// Reads a YAML (or JSON) text of at most one document; no document is `null`.
 pub fn from_str(text: &str) -> Result<Value, YamlError> {

@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
-use super::source::{Embed, SourceFile, SrcMap, Word};
-use super::yaml::{self, Node, Scalar, Style};
+use crate::read::source::{Embed, SourceFile, SrcMap, Word};
+use crate::read::yaml::{self, Node, Scalar, Style};
 use crate::spec::Spec;
 
 /// What is wrong with a `--config` use, for PD042 (or a note when the file is not at hand).

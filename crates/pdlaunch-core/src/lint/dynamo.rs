@@ -9,7 +9,7 @@
 //! worker's own, and the worker-side router options. Dynamo's booleans also take `--no-NAME`.
 //! A spelling SGLang knows too (`--enable-multimodal`) is left to SGLang's parser.
 
-use super::source::Word;
+use crate::read::source::Word;
 use crate::spec::Spec;
 
 /// How many values an option takes.

@@ -8,10 +8,10 @@
 //! servers share (one variable used by both sides) is not edited: that would move the drift.
 
 use super::launch::Launch;
-use super::source::{is_plain, Embed, SourceFile, Word};
 use super::{Group, LintFinding, Linted, ServerEntry};
 use crate::deployment::Role;
 use crate::effective::ServerView;
+use crate::read::source::{is_plain, Embed, SourceFile, Word};
 
 /// One text edit.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use super::shell::{Lexer, VarValue, Vars};
-use super::source::{SrcMap, Word};
 use crate::deployment::Gpu;
+use crate::read::source::{SrcMap, Word};
 
 /// Which program a launch starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]

@@ -10,8 +10,8 @@ use super::launch::{
     Service, Surroundings, Target,
 };
 use super::shell::{Lexer, Vars};
-use super::source::{Embed, SrcMap, Word};
-use super::yaml::{Map, Node, Scalar};
+use crate::read::source::{Embed, SrcMap, Word};
+use crate::read::yaml::{Map, Node, Scalar};
 use crate::render::cluster::{self, Toleration, Volume, MODEL_CACHE_MOUNT};
 
 /// How `$` in list items is read.
@@ -714,7 +714,7 @@ mod tests {
     use crate::lint::launch::Program;
 
     fn scan(text: &str) -> Vec<Launch> {
-        let docs = crate::lint::yaml::parse(text).unwrap();
+        let docs = crate::read::yaml::parse(text).unwrap();
         let mut out = Vec::new();
         scan_documents(&docs, 0, &Surroundings::default(), &mut out);
         out

@@ -16,9 +16,7 @@ pub mod manifest;
 pub mod recipe;
 pub mod reconstruct;
 pub mod shell;
-pub mod source;
 mod terms;
-pub mod yaml;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -30,13 +28,14 @@ use crate::deployment::{Gpu, Role};
 use crate::effective::{ModelFacts, ServerView};
 use crate::fast_hash::FastMap;
 use crate::plan::Origin;
+use crate::read::source::{Embed, SourceFile, SrcMap, Word};
+use crate::read::yaml;
 use crate::release::{Release, RouterRelease};
 use crate::rules::{self, Context, Finding, RouterEntry, RouterView, Severity};
 use crate::spec::{parse_argv, ArgValue};
 use config::ConfigProblem;
 use launch::{Launch, Program, Surroundings};
 use shell::Vars;
-use source::{Embed, SourceFile, SrcMap, Word};
 
 /// One text to lint.
 #[derive(Clone, Debug)]

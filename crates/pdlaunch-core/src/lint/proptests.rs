@@ -550,7 +550,8 @@ fn fuzz_yaml_and_manifest_readers() {
 fn fuzz_config_reader() {
     let n = cases(3000);
     fuzz("sglang-config", n, fragments(YAML_BITS), |t| {
-        let files = vec![source::SourceFile::new("run.sh", ""), source::SourceFile::new("c.yaml", t)];
+        let files =
+            vec![crate::read::source::SourceFile::new("run.sh", ""), crate::read::source::SourceFile::new("c.yaml", t)];
         let w = |s: &str| Word {
             text: s.into(),
             file: 0,
@@ -558,7 +559,7 @@ fn fuzz_config_reader() {
             end: 0,
             unknown: vec![],
             map: None,
-            embed: source::Embed::Shell { nested: false },
+            embed: crate::read::source::Embed::Shell { nested: false },
         };
         let _ = config::expand(
             &[w("--config"), w("c.yaml"), w("--tp"), w("2")].into(),

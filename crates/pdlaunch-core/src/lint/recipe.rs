@@ -38,8 +38,8 @@
 
 use super::config::{py_scalar, py_str, Py};
 use super::launch::{gpu_in_text, release_for, version_in_image, Launch, Program, Scope, Surroundings, DYNAMO_WORKER};
-use super::source::{Embed, Word};
-use super::yaml::{Map, Node, Scalar};
+use crate::read::source::{Embed, Word};
+use crate::read::yaml::{Map, Node, Scalar};
 
 /// The most workers of one role read, the most nodes of one worker, and the most processes of one
 /// role.
@@ -518,7 +518,7 @@ fn config_words(args: &Map, file: usize, sweep: bool) -> Vec<(String, Vec<Word>)
             Node::Scalar(sc) => match py_scalar(sc) {
                 Py::Bool(true) => vec![key_word],
                 Py::Bool(false) => continue,
-                Py::Text(t) if t == "None" && sc.style == super::yaml::Style::Plain => continue,
+                Py::Text(t) if t == "None" && sc.style == crate::read::yaml::Style::Plain => continue,
                 Py::Text(t) => vec![key_word, value_word(t, sc.start, sc.end)],
             },
             Node::Seq(s) => {
@@ -551,7 +551,7 @@ fn python_repr(n: &Node) -> String {
     match n {
         Node::Null(_) => "None".into(),
         Node::Scalar(sc) => match py_scalar(sc) {
-            Py::Text(t) if sc.style != super::yaml::Style::Plain || crate::float::parse(&t).is_none() => {
+            Py::Text(t) if sc.style != crate::read::yaml::Style::Plain || crate::float::parse(&t).is_none() => {
                 format!("'{}'", t.replace('\\', "\\\\").replace('\'', "\\'"))
             }
             _ => py_str(sc),
@@ -580,7 +580,7 @@ fn has_placeholder(t: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lint::yaml;
+    use crate::read::yaml;
 
     fn read(text: &str) -> Vec<Launch> {
         let docs = yaml::parse(text).expect("YAML");

@@ -13,7 +13,7 @@
 
 use std::ops::Range;
 
-use super::source::{Embed, SrcMap, Word};
+use crate::read::source::{Embed, SrcMap, Word};
 
 /// A variable's value and, when it was written literally, where each byte came from.
 #[derive(Clone, Debug)]
