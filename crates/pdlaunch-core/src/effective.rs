@@ -121,8 +121,7 @@ impl ModelFacts {
     }
 }
 
-/// DeepSeek sparse-attention architectures (page size forced to 64, KV dtype rules).
-pub const DSA_ARCHS: &[&str] = &["DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM"];
+pub use crate::model::DSA_ARCHS;
 /// MiniMax-M3 architectures (page size 128 when unset, with fa3 on Hopper or fa4/trtllm_mha on
 /// Blackwell).
 pub const MINIMAX_M3_ARCHS: &[&str] = &["MiniMaxM3ForCausalLM", "MiniMaxM3VLForConditionalGeneration"];

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::deployment::{AttentionKind, Geometry};
+use super::{AttentionKind, Geometry};
 
 /// What the reader found in a `config.json`.
 #[derive(Clone, Debug, PartialEq)]

@@ -4,8 +4,8 @@
 //! (`kv_lora_rank + qk_rope_head_dim`) per layer on every rank, not sharded by TP. Pipeline
 //! parallelism gives each rank its stage's layers.
 
-use crate::deployment::{AttentionKind, Geometry};
-use crate::effective::DSA_ARCHS;
+use super::DSA_ARCHS;
+use super::{AttentionKind, Geometry};
 
 /// How one KV element is stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,14 +5,19 @@
 //! Text in, values out: the caller reads the file.
 
 mod config;
+mod geometry;
 mod kv;
 mod presets;
 
 pub use config::{apply_hf_quant_config, geometry_from_config_json, read_config_json, ModelConfig, ModelConfigError};
+pub use geometry::{AttentionKind, Geometry};
 pub use kv::{kv_bytes_per_token, layers_on_rank, KvBytes, KvElement};
 pub use presets::{preset, preset_for_path, Preset, PRESETS, PRESET_NAMES};
 
 use serde::{Deserialize, Deserializer};
+
+/// DeepSeek sparse-attention architectures (page size forced to 64, KV dtype rules).
+pub const DSA_ARCHS: &[&str] = &["DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM"];
 
 /// Reads `model.preset`, refusing names that are not built in (serde's "unknown variant" error,
 /// so the loader's hint and field path apply).

@@ -7,7 +7,7 @@
 //! reader stay out of the browser app, which only checks deployments (the CLI's `pdlaunch model
 //! --preset` still reads the texts).
 
-use crate::deployment::Geometry;
+use super::Geometry;
 
 use super::config::{read_config_json, ModelConfig};
 
