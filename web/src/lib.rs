@@ -3,6 +3,12 @@
 //! shows the result; it has no validation logic of its own and makes no network request.
 //!
 //! The crate also builds for the host, where the pure parts (state, form, sharing) are tested.
+//!
+//! Views that hold state, or whose props let Yew skip them on an edit (a form section, the outputs),
+//! are function components; the rest are plain functions returning `Html`, since each component
+//! type adds its own copy of Yew's lifecycle code to the download (Lint and Explain render only
+//! while their tab is shown, so they recompute on each render instead of memoizing). Links carry the
+//! deployment deflated by `deflate.rs`.
 
 pub mod browser;
 pub mod components;

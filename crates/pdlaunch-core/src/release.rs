@@ -1,4 +1,9 @@
 //! The SGLang and sglang-router releases pdlaunch knows, and their embedded argparse specs.
+//!
+//! The per-release spec files (`spec/*-args-*.json`, read from the released packages) are the
+//! source. The crate embeds `spec/bundle.txt`, generated from them with each distinct option
+//! declaration stored once, in a line format read without a derived deserializer (74 KB instead of
+//! 568 KB); a test fails when the bundle is stale and regenerates it with `PDLAUNCH_UPDATE_SPECS=1`.
 
 use std::fmt;
 

@@ -1,6 +1,9 @@
 //! SGLang's own argparse specs (embedded, one per release) and a faithful simulation of how
 //! argparse reads an argv with them: aliases, `--flag=value`, unique-prefix abbreviations,
 //! `nargs`, choices, types and "last one wins".
+//!
+//! Spellings and destinations are looked up in a small open-addressing index keyed by length and
+//! first and last bytes; each option use keeps its option's index.
 
 use std::borrow::Cow;
 

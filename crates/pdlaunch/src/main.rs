@@ -3,6 +3,9 @@
 //!
 //! The CLI is thin: reading files, writing files and printing live here; everything else is in
 //! `pdlaunch-core`.
+//!
+//! The allocator is mimalloc: linting allocates many small strings, which glibc's malloc serves
+//! slowly (the lint bench runs with the same allocator).
 
 use std::process::ExitCode;
 

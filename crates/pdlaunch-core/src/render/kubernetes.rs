@@ -11,6 +11,12 @@
 //! is `$(LWS_LEADER_ADDRESS):port` and `--node-rank` is `$(LWS_WORKER_INDEX)`; every other `$` is
 //! written `$$`, which Kubernetes turns back into `$`, so no value is expanded on the way to
 //! SGLang's argv.
+//!
+//! `cluster.rs` checks the deployment's `kubernetes` section against Kubernetes' name rules and reads
+//! taints in `kubectl taint` form, both ways (the linter writes a manifest's pod settings back in
+//! those words when it reconstructs a deployment). With `kubernetes.service_discovery` the router's
+//! lists of servers give way to label selectors; the linter turns such a router's selectors back
+//! into entries, one per server pod whose labels they match.
 
 use super::cluster::{cluster, is_label, Cluster, Volume, MODEL_CACHE_MOUNT};
 use super::{header, RenderedFile};
