@@ -183,7 +183,7 @@ fn fixes_remove_what_they_can() {
     let mut failures = Vec::new();
     for m in MUTANTS {
         let inputs = inputs(m.fixture, m.edits);
-        let fixed = lint::fix::fix_all(&inputs, &Options::default());
+        let fixed = lint::edit::fix_all(&inputs, &Options::default());
         let after: Vec<Input> = inputs
             .iter()
             .map(|i| {

@@ -5,8 +5,8 @@
 use std::rc::Rc;
 
 use pdlaunch_core::deployment::{Deployment, Role};
+use pdlaunch_core::deployment_fix::{self, Fix};
 use pdlaunch_core::examples::EXAMPLES;
-use pdlaunch_core::fix::{self, Fix};
 use pdlaunch_core::load::{parse_deployment, LoadError, Syntax};
 use pdlaunch_core::plan::Origin;
 use pdlaunch_core::render::{bundle, render, Format};
@@ -313,7 +313,7 @@ impl State {
                 .iter()
                 .map(|diag| {
                     let fix = (diag.finding.severity != Severity::Note || diag.finding.suggestion.is_some())
-                        .then(|| fix::fix_in(d, &before, &diag.finding))
+                        .then(|| deployment_fix::fix_in(d, &before, &diag.finding))
                         .flatten()
                         .map(Rc::new);
                     Rc::new(Diagnostic { fix, ..(**diag).clone() })
@@ -363,7 +363,7 @@ impl Reducible for State {
         match action {
             Action::Set { path, value } => {
                 let mut doc = (*s.doc).clone();
-                if fix::set(&mut doc, &path, value) {
+                if deployment_fix::set(&mut doc, &path, value) {
                     s.change(doc, Some(path));
                 }
             }

@@ -7,11 +7,11 @@
 
 pub mod choices;
 pub mod deployment;
+pub mod deployment_fix;
 pub mod effective;
 pub mod examples;
 pub mod explain;
 mod fast_hash;
-pub mod fix;
 pub mod flags;
 pub mod float;
 pub mod lint;

@@ -5,7 +5,7 @@
 use std::rc::Rc;
 
 use pdlaunch_core::deployment::Role;
-use pdlaunch_core::lint::fix::{fix_all, FixedFile};
+use pdlaunch_core::lint::edit::{fix_all, FixedFile};
 use pdlaunch_core::lint::reconstruct::{deployment, Reconstructed};
 use pdlaunch_core::lint::{lint, Input, Linted, Options};
 use pdlaunch_core::release::Release;

@@ -5,12 +5,12 @@
 //! pointing every finding at `file:line` of both sides.
 //!
 //! Pure like the rest of the core: the caller hands in texts ([`Input`]); [`lint`] returns what
-//! it found; [`fix::fix_all`] returns corrected texts and [`reconstruct::deployment`] the
+//! it found; [`edit::fix_all`] returns corrected texts and [`reconstruct::deployment`] the
 //! deployment a group amounts to. The CLI prints and writes; the web app can run it on pasted text.
 
 pub mod config;
 mod dynamo;
-pub mod fix;
+pub mod edit;
 pub mod launch;
 pub mod manifest;
 pub mod recipe;

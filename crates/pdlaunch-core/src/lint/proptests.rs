@@ -607,7 +607,7 @@ fn fuzz_whole_linter_on_mutated_fixtures() {
         fuzz(&format!("lint({name})"), n, mutated(text), |t| {
             let inputs = [Input::new(*name, t.clone()), Input::config("x.yaml", t)];
             let l = lint(&inputs, &Options::default());
-            let _ = fix::edits(&l);
+            let _ = edit::edits(&l);
             for g in 0..l.groups.len() {
                 let _ = reconstruct::deployment(&l, g);
             }
@@ -693,7 +693,7 @@ fn numeric_edge_values_never_panic() {
                     let text = base.replace("PREFILL", p).replace("DECODE", d);
                     let run = std::panic::catch_unwind(|| {
                         let l = lint(&[Input::new("edge.sh", text.clone())], &Options::default());
-                        let _ = fix::edits(&l);
+                        let _ = edit::edits(&l);
                         for g in 0..l.groups.len() {
                             let _ = reconstruct::deployment(&l, g);
                         }

@@ -719,7 +719,7 @@ backend:
             .collect();
         assert_eq!(errors, [(2, "PD001", 15)]);
         // The fix edits the override, never the base the other variants share.
-        let edits = crate::lint::fix::edits(&l);
+        let edits = crate::lint::edit::edits(&l);
         assert_eq!(edits.len(), 1, "{edits:?}");
         assert_eq!((&text[edits[0].start..edits[0].end], edits[0].text.as_str()), ("32", "64"));
         assert_eq!(text[..edits[0].start].lines().count(), 15);
@@ -733,7 +733,7 @@ backend:
             ("\n      tp-size: 8\n      cuda-graph-bs:\n        - 1", "      kv-cache-dtype: fp8_e4m3\n"),
         ] {
             let inputs = [crate::lint::Input::new("r.yaml", text(decode))];
-            let fixed = crate::lint::fix::fix_all(&inputs, &crate::lint::Options::default());
+            let fixed = crate::lint::edit::fix_all(&inputs, &crate::lint::Options::default());
             let after = &fixed.first().expect("a fix").after;
             assert!(after.trim_end().ends_with(want.trim_end()), "{after}");
             let l = crate::lint::lint(&[crate::lint::Input::new("r.yaml", after.clone())], &Default::default());
@@ -764,14 +764,14 @@ backend:
         let block = text("\n      tp_size: 2\n      tp-size: 2  # tuned\n      page-size: 16");
         let l = crate::lint::lint(&[crate::lint::Input::new("r.yaml", block.clone())], &Default::default());
         assert!(l.findings.iter().any(|f| f.finding.code == "PD041"), "{:#?}", l.findings);
-        let edits = crate::lint::fix::edits(&l);
+        let edits = crate::lint::edit::edits(&l);
         assert_eq!(edits.len(), 1, "{edits:?}");
         assert_eq!(&block[edits[0].start..edits[0].end], "      tp-size: 2  # tuned\n");
         // In a flow mapping the key shares its line: no edit.
         let flow = text("{tp_size: 2, tp-size: 2, page-size: 16}");
         let l = crate::lint::lint(&[crate::lint::Input::new("r.yaml", flow)], &Default::default());
         assert!(l.findings.iter().any(|f| f.finding.code == "PD041"));
-        assert!(crate::lint::fix::edits(&l).is_empty());
+        assert!(crate::lint::edit::edits(&l).is_empty());
     }
 
     #[test]

@@ -19,7 +19,7 @@ fn run(files: &[(&str, &str)]) -> Linted {
 
 /// Fixes everything fixable and returns the new texts of all files (unchanged ones included).
 fn fixed(files: &[(&str, &str)]) -> Vec<String> {
-    let out = fix::fix_all(&inputs(files), &Options::default());
+    let out = edit::fix_all(&inputs(files), &Options::default());
     files
         .iter()
         .map(|(n, t)| {
@@ -174,7 +174,7 @@ fn symbolic_values_are_noted_not_guessed() {
     let text = format!("PAGE_SIZE=1\n{}", pd(" --page-size $PAGE_SIZE", " --page-size 64"));
     let l = run(&[("pd.sh", &text)]);
     assert_eq!(codes(&l), ["PD001"], "{:#?}", l.findings);
-    let fixed = fix::fix_all(&[Input::new("pd.sh", text.clone())], &Options::default());
+    let fixed = edit::fix_all(&[Input::new("pd.sh", text.clone())], &Options::default());
     assert!(fixed[0].after.starts_with("PAGE_SIZE=64\n"), "the fix edits the assignment: {}", fixed[0].after);
     // Extra arguments hidden in a variable.
     let l = run(&[("pd.sh", &pd(" $EXTRA_ARGS", ""))]);

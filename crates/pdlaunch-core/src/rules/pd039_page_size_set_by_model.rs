@@ -78,7 +78,7 @@ mod tests {
         );
         assert!(f[0].message.starts_with("prefill[0] node 0, prefill[0] node 1, decode[0] node 0"), "{}", f[0].message);
         assert_eq!(f[0].fix, "set `shared.page_size` to 64 (the value GlmMoeDsaForCausalLM runs with)");
-        let fixed = crate::fix::fix(&d, &f[0]).expect("a one-click fix");
+        let fixed = crate::deployment_fix::fix(&d, &f[0]).expect("a one-click fix");
         assert_eq!(fixed.title, "Set shared.page_size to 64");
         assert!(findings(&fixed.deployment, "PD039").is_empty());
         // Both sides agree on the forced value: no mismatch.

@@ -135,7 +135,7 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
         return Ok(crate::EXIT_BAD_INPUT);
     }
     if args.fix || args.write {
-        let fixed = lint::fix::fix_all(&inputs, &opts);
+        let fixed = lint::edit::fix_all(&inputs, &opts);
         if fixed.is_empty() {
             eprintln!("nothing to fix automatically");
         }
@@ -279,7 +279,7 @@ fn finding_text(linted: &Linted, f: &LintFinding, style: &Style) -> String {
         s.push_str(&format!("  {} SGLang: {e}\n", style.dim("=")));
     }
     s.push_str(&format!("  {} fix: {}\n", style.dim("="), x.fix));
-    let auto = lint::fix::describe(linted, f);
+    let auto = lint::edit::describe(linted, f);
     if !auto.is_empty() {
         s.push_str(&format!("  {} `--fix` would: {}\n", style.dim("="), auto.join("; ")));
     }

@@ -1,4 +1,6 @@
-//! One-click fixes: a concrete edit of the deployment that makes a finding go away.
+//! One-click fixes of a deployment (the web app's): a concrete edit of the `Deployment` that makes
+//! a finding go away. The linter's fixes, which edit the linted files' text, are
+//! [`crate::lint::edit`].
 //!
 //! A rule that knows the right value suggests it ([`Finding::suggest`]); that edit is tried
 //! first. The other edits are generic and read only the places a finding points at (its

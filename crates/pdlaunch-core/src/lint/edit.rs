@@ -6,6 +6,9 @@
 //! Only values that need no quoting are written (digits, names, URLs), so an edit is valid in any
 //! layer it lands in (a `bash -c "…"` string inside a YAML scalar included). A word several
 //! servers share (one variable used by both sides) is not edited: that would move the drift.
+//!
+//! Fixes of a deployment description (the web app's one-click fixes) are
+//! [`crate::deployment_fix`].
 
 use super::launch::Launch;
 use super::{Group, LintFinding, Linted, ServerEntry};
