@@ -218,30 +218,48 @@ fn pad(out: &mut String, indent: usize) {
 /// only its look is ambiguous, double-quoted with escapes when it holds line breaks, tabs or
 /// characters YAML does not print.
 pub fn string(s: &str) -> String {
-    if s.chars().any(needs_escape) {
-        let mut out = String::with_capacity(s.len() + 2);
-        out.push('"');
-        for c in s.chars() {
-            match c {
-                '"' => out.push_str("\\\""),
-                '\\' => out.push_str("\\\\"),
-                '\n' => out.push_str("\\n"),
-                '\t' => out.push_str("\\t"),
-                '\r' => out.push_str("\\r"),
-                '\0' => out.push_str("\\0"),
-                c if needs_escape(c) && (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
-                c if needs_escape(c) && (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
-                c if needs_escape(c) => out.push_str(&format!("\\U{:08x}", c as u32)),
-                c => out.push(c),
-            }
-        }
-        out.push('"');
-        out
-    } else if plain_ok(s) {
+    if reads_plain(s) {
         s.to_owned()
+    } else {
+        single_quoted(s)
+    }
+}
+
+/// True when `s` written as a plain scalar reads back as the same string, in YAML 1.2 and 1.1.
+pub fn reads_plain(s: &str) -> bool {
+    !s.chars().any(needs_escape) && plain_ok(s)
+}
+
+/// `s` single-quoted (`'` doubled), or double-quoted when it holds characters a single-quoted
+/// scalar cannot carry.
+pub fn single_quoted(s: &str) -> String {
+    if s.chars().any(needs_escape) {
+        double_quoted(s)
     } else {
         format!("'{}'", s.replace('\'', "''"))
     }
+}
+
+/// `s` double-quoted, with escapes for `"`, `\` and what YAML does not print.
+pub fn double_quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            '\0' => out.push_str("\\0"),
+            c if needs_escape(c) && (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if needs_escape(c) && (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c if needs_escape(c) => out.push_str(&format!("\\U{:08x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// Characters a plain or single-quoted scalar cannot carry as themselves: line breaks (YAML's

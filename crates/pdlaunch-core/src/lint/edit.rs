@@ -15,6 +15,7 @@ use super::{Group, LintFinding, Linted, ServerEntry};
 use crate::deployment::Role;
 use crate::effective::ServerView;
 use crate::read::source::{is_plain, Embed, SourceFile, Word};
+use crate::yaml_value;
 
 /// One text edit.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -362,19 +363,15 @@ fn insert_after(w: &Word, tokens: &[String], files: &[SourceFile]) -> Option<Edi
     Some(Edit { file: w.file, start, end: start, text, why: String::new() })
 }
 
-/// A YAML scalar for `t`: quoted when YAML would read it as something other than a string
-/// (Kubernetes wants strings), in the item's own quote style when it has one.
+/// A YAML scalar for `t`, by [`yaml_value`]'s rules: in the item's own quote style when it has
+/// one, else plain unless YAML (1.2 or 1.1) would read it as something other than a string
+/// (Kubernetes wants strings), then double-quoted as such items are written.
 fn yaml_item(t: &str, quote: Option<u8>) -> String {
-    let needs = crate::float::parse(t).is_some()
-        || matches!(
-            t.to_ascii_lowercase().as_str(),
-            "true" | "false" | "yes" | "no" | "on" | "off" | "null" | "~" | "y" | "n"
-        );
     match quote {
-        Some(b'\'') => format!("'{t}'"),
-        Some(_) => format!("\"{t}\""),
-        None if needs => format!("\"{t}\""),
-        None => t.to_owned(),
+        Some(b'\'') => yaml_value::single_quoted(t),
+        Some(_) => yaml_value::double_quoted(t),
+        None if yaml_value::reads_plain(t) => t.to_owned(),
+        None => yaml_value::double_quoted(t),
     }
 }
 
@@ -543,5 +540,57 @@ fn config_equals(s: &ServerEntry, files: &[SourceFile]) -> Option<Vec<Edit>> {
             Some(vec![e, ins])
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::yaml_item;
+
+    /// Values a fix may write (plain shell words) that YAML reads as numbers, booleans or
+    /// null. The writer this one replaced left the first ones plain (it knew decimal numbers and
+    /// lower-case words only): `0x1F` read back as 31, `.inf` as infinity, `NULL` as null.
+    #[test]
+    fn written_items_read_back_as_the_same_string() {
+        for t in [
+            "0x1F",
+            "0o17",
+            "0b101",
+            ".inf",
+            "-.Inf",
+            ".NaN",
+            "NULL",
+            "TRUE",
+            "False",
+            "1_000",
+            "1:20",
+            "0755",
+            "64",
+            "1e3",
+            "yes",
+            "Off",
+            "~",
+            "y",
+            "plain",
+            "fp8_e4m3",
+            "10.0.0.1",
+            "0.5.23",
+            "--page-size",
+        ] {
+            for quote in [None, Some(b'\''), Some(b'"')] {
+                let item = yaml_item(t, quote);
+                let doc = format!("args:\n- {item}\n");
+                let back: serde_yaml::Value = serde_yaml::from_str(&doc).unwrap_or_else(|e| panic!("{doc}: {e}"));
+                assert_eq!(back["args"][0].as_str(), Some(t), "{t:?} in style {quote:?} written {item}");
+                assert_eq!(crate::yaml_value::from_str(&doc).unwrap()["args"][0], t, "{doc}");
+            }
+        }
+        // Quoting only where needed, double quotes as Kubernetes items are written, and the
+        // item's own style kept.
+        assert_eq!(yaml_item("fp8_e4m3", None), "fp8_e4m3");
+        assert_eq!(yaml_item("64", None), "\"64\"");
+        assert_eq!(yaml_item("0x1F", None), "\"0x1F\"");
+        assert_eq!(yaml_item("64", Some(b'\'')), "'64'");
+        assert_eq!(yaml_item("x", Some(b'"')), "\"x\"");
     }
 }
