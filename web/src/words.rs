@@ -11,57 +11,13 @@ pub fn join(tokens: &[String]) -> String {
     tokens.iter().map(|t| quote(t)).collect::<Vec<_>>().join(" ")
 }
 
-/// Splits shell words: whitespace separates, `'...'` is literal, `"..."` keeps `\"`, `\\`, `\$`
-/// and `` \` `` escapes, and a backslash outside quotes escapes the next character. An unclosed
-/// quote runs to the end.
+/// Splits shell words with the core's shell reader ([`pdlaunch_core::lint::shell::words`]), the
+/// one the linter reads scripts with: `'...'`, `"..."`, `$'...'`, backslashes and line
+/// continuations as a shell reads them; an unclosed quote runs to the end. Separators and
+/// redirections a shell would act on (`;`, `|`, `&`, `>`...) end a word and are dropped, as
+/// `#` comments are; [`join`] quotes them, so a token holding one survives the round trip.
 pub fn split(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            c if c.is_whitespace() => {
-                if in_word {
-                    out.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            '\'' => {
-                in_word = true;
-                for c in chars.by_ref() {
-                    if c == '\'' {
-                        break;
-                    }
-                    cur.push(c);
-                }
-            }
-            '"' => {
-                in_word = true;
-                while let Some(c) = chars.next() {
-                    match c {
-                        '"' => break,
-                        '\\' if matches!(chars.peek(), Some('"' | '\\' | '$' | '`')) => {
-                            cur.extend(chars.next());
-                        }
-                        _ => cur.push(c),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                cur.extend(chars.next());
-            }
-            _ => {
-                in_word = true;
-                cur.push(c);
-            }
-        }
-    }
-    if in_word {
-        out.push(cur);
-    }
-    out
+    pdlaunch_core::lint::shell::words(text)
 }
 
 /// An environment map as `KEY=value` lines (values shell-quoted when they need it).
@@ -103,6 +59,24 @@ mod tests {
         assert_eq!(split(r#"--a "x \"y\"" 'z w' p\ q"#), vec!["--a", "x \"y\"", "z w", "p q"]);
         assert_eq!(split("--a 'unclosed"), vec!["--a", "unclosed"]);
         assert!(split("   ").is_empty());
+    }
+
+    /// Quoting the app's own reader read right, and still does: quotes joined into one word,
+    /// `'\''` inside single quotes, escapes inside double quotes.
+    #[test]
+    fn joined_quotes_read_as_one_word() {
+        assert_eq!(split(r#"'it'\''s' "a\$b\\c" x"y"'z'"#), ["it's", "a$b\\c", "xyz"]);
+    }
+
+    /// What the app's own reader read wrong: an ANSI-C quote (`$'\t'`), a line continuation
+    /// outside and inside double quotes (it kept the backslash and the line break), and a
+    /// no-break space (a shell splits on blanks, not on every Unicode space).
+    #[test]
+    fn reads_what_a_shell_reads() {
+        assert_eq!(split(r"--sep $'a\tb'"), ["--sep", "a\tb"]);
+        assert_eq!(split("--a b\\\nc"), ["--a", "bc"]);
+        assert_eq!(split("--a \"b\\\nc\""), ["--a", "bc"]);
+        assert_eq!(split("--name a\u{a0}b"), ["--name", "a\u{a0}b"]);
     }
 
     #[test]

@@ -1076,6 +1076,22 @@ impl<'a> Lexer<'a> {
     }
 }
 
+/// The words of shell text, read as the linter reads scripts: quotes and escapes removed, line
+/// continuations joined, comments, command separators (`;`, `&`, `|`, `(`, `)`, line breaks) and
+/// redirections dropped, the words of every command in order. No variable is set, so `$X` and
+/// command substitutions stay as written and `${X:-d}` reads as its default. The web app reads
+/// typed argument lists and environment values with it.
+pub fn words(text: &str) -> Vec<String> {
+    let map = SrcMap::Offset(0);
+    let mut lexer = Lexer::new(text, &map, 0, false);
+    let vars = Vars::default();
+    let mut out = Vec::new();
+    while lexer.read_command(&vars) {
+        out.extend((0..lexer.len()).map(|i| lexer.text(i).to_owned()));
+    }
+    out
+}
+
 /// A variable's value and where its bytes came from, when the script knows it.
 fn known(v: &VarValue) -> Option<(&str, Option<&[usize]>)> {
     v.text.as_deref().map(|t| (t, Some(v.map.as_slice())))
@@ -1210,6 +1226,17 @@ mod tests {
                 ("k=v=w", Some(1), 5)
             ]
         );
+    }
+
+    #[test]
+    fn words_of_every_command_in_order() {
+        let text = "run --a 'b c' \"d\\\"e\" f\\ g $'h\\ti' \\\n  --x=1 2>&1 # note\nnext $HOME ${N:-7} '' | tail";
+        assert_eq!(
+            words(text),
+            ["run", "--a", "b c", "d\"e", "f g", "h\ti", "--x=1", "next", "$HOME", "7", "", "tail"]
+        );
+        assert!(words(" \t\n# only a comment\n").is_empty());
+        assert_eq!(words("--a 'unclosed"), ["--a", "unclosed"]);
     }
 
     #[test]
