@@ -8,7 +8,6 @@ use std::process::{Command, Output, Stdio};
 
 use pdlaunch_core::examples::EXAMPLES;
 use pdlaunch_core::load::{parse_deployment, Syntax};
-use pdlaunch_core::plan::plan;
 
 const BIN: &str = env!("CARGO_BIN_EXE_pdlaunch");
 const PD001_SEED: &str = "Page size mismatch: prefill server has page_size=64, but decode server has page_size=1. Both servers must use the same --page-size value.";
@@ -591,28 +590,107 @@ fn render_refuses_to_replace_a_foreign_file() {
     assert_eq!(files_in(&out_dir), ["decode-0-node-0.sh"]);
 }
 
+/// The value after `flag` in `argv`.
+fn value_of<'a>(argv: &'a [String], flag: &str) -> Option<&'a str> {
+    argv.iter().position(|a| a == flag).and_then(|i| argv.get(i + 1)).map(String::as_str)
+}
+
+/// `render --format json` read back field by field against the example it rendered, read with
+/// serde_yaml rather than pdlaunch's loader: one server per node at that node's host, the model,
+/// role, parallel size and node rank in each argv, the router where the example puts it.
 #[test]
-fn render_json_argv_matches_the_plan() {
+fn render_json_describes_the_deployment() {
     for e in EXAMPLES {
         let f = example_path(e.name);
         let o = pdl(&["render", "--format", "json", p(&f)]);
         assert_exit(&o, 0, &format!("render --format json {}", e.name));
         let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("render --format json prints JSON");
-        let d = parse_deployment(&example_text(e.name), e.name, Syntax::Yaml).unwrap();
-        let plan = plan(&d);
+        let y: serde_json::Value = serde_yaml::from_str(&example_text(e.name)).unwrap();
+        assert_eq!(v["deployment"], y["name"], "{}", e.name);
+        assert_eq!(v["sglang_version"], y["sglang_version"], "{}", e.name);
         let servers = v["servers"].as_array().expect("servers[]");
-        assert_eq!(servers.len(), plan.servers.len(), "{}", e.name);
-        for (s, pr) in servers.iter().zip(&plan.servers) {
-            let argv: Vec<String> = serde_json::from_value(s["argv"].clone()).unwrap();
-            assert_eq!(argv, plan.server_argv(pr), "{}: {}", e.name, pr.label());
-            assert_eq!(s["id"], pr.id());
-            let env: std::collections::BTreeMap<String, String> = serde_json::from_value(s["env"].clone()).unwrap();
-            assert_eq!(env, pr.env);
+        let mut expected = 0;
+        for side in ["prefill", "decode"] {
+            for (i, inst) in y[side]["instances"].as_array().unwrap().iter().enumerate() {
+                let nodes = inst["nodes"].as_array().unwrap();
+                for (n, node) in nodes.iter().enumerate() {
+                    expected += 1;
+                    let id = format!("{side}-{i}-node-{n}");
+                    let s = servers
+                        .iter()
+                        .find(|s| s["id"] == id.as_str())
+                        .unwrap_or_else(|| panic!("{}: no {id}", e.name));
+                    let at = format!("{}: {id}", e.name);
+                    assert_eq!(
+                        (&s["role"], &s["instance"], &s["node_rank"]),
+                        (&side.into(), &i.into(), &n.into()),
+                        "{at}"
+                    );
+                    assert_eq!(s["nnodes"], nodes.len(), "{at}");
+                    assert_eq!(s["host"], node["host"], "{at}");
+                    let argv: Vec<String> = serde_json::from_value(s["argv"].clone()).unwrap();
+                    assert_eq!(argv[..3], ["python3", "-m", "sglang.launch_server"], "{at}");
+                    assert_eq!(value_of(&argv, "--model-path"), y["model"]["path"].as_str(), "{at}");
+                    assert_eq!(value_of(&argv, "--disaggregation-mode"), Some(side), "{at}");
+                    assert_eq!(value_of(&argv, "--host"), node["host"].as_str(), "{at}");
+                    assert_eq!(value_of(&argv, "--tp-size"), Some(y[side]["tp"].to_string().as_str()), "{at}");
+                    if nodes.len() > 1 {
+                        assert_eq!(value_of(&argv, "--node-rank"), Some(n.to_string().as_str()), "{at}");
+                    }
+                }
+            }
         }
+        assert_eq!(servers.len(), expected, "{}: one server per node", e.name);
+        assert_eq!(v["router"]["host"], y["router"]["host"], "{}", e.name);
+        assert_eq!(v["router"]["port"], y["router"]["port"], "{}", e.name);
         let argv: Vec<String> = serde_json::from_value(v["router"]["argv"].clone()).unwrap();
-        assert_eq!(argv, plan.router_argv(), "{}: router", e.name);
-        assert_eq!(v["deployment"], e.name);
+        assert_eq!(value_of(&argv, "--port"), Some(y["router"]["port"].to_string().as_str()), "{}: router", e.name);
     }
+}
+
+/// One example's JSON in full, written out by hand: the argv and environment of each process.
+#[test]
+fn render_json_of_llama_1p1d() {
+    let o = pdl(&["render", "--format", "json", p(&example_path("llama-1p1d"))]);
+    assert_exit(&o, 0, "render --format json llama-1p1d");
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    fn server(
+        role: &'static str,
+        port: &'static str,
+        extra: &[&'static str],
+        tail: &[&'static str],
+    ) -> Vec<&'static str> {
+        let mut argv =
+            vec!["python3", "-m", "sglang.launch_server", "--model-path", "meta-llama/Llama-3.1-8B-Instruct"];
+        argv.extend(["--disaggregation-mode", role, "--disaggregation-transfer-backend", "mooncake"]);
+        argv.extend(["--disaggregation-bootstrap-port", "8998", "--disaggregation-ib-device", "mlx5_roce0"]);
+        argv.extend(["--host", "10.0.0.11", "--port", port]);
+        argv.extend(extra);
+        argv.extend(["--tp-size", "1", "--page-size", "16", "--kv-cache-dtype", "auto"]);
+        argv.extend(tail);
+        argv
+    }
+    let expected = serde_json::json!({
+        "deployment": "llama-1p1d",
+        "sglang_version": "0.5.23",
+        "router_version": "0.3.2",
+        "servers": [
+            {"id": "prefill-0-node-0", "role": "prefill", "instance": 0, "node_rank": 0, "nnodes": 1,
+             "host": "10.0.0.11", "gpus": {"base": 0, "count": 1}, "env": {},
+             "argv": server("prefill", "30000", &[], &[])},
+            {"id": "decode-0-node-0", "role": "decode", "instance": 0, "node_rank": 0, "nnodes": 1,
+             "host": "10.0.0.11", "gpus": {"base": 1, "count": 1}, "env": {},
+             "argv": server("decode", "30001", &["--base-gpu-id", "1"], &["--max-running-requests", "128"])},
+        ],
+        "router": {"id": "router", "host": "0.0.0.0", "port": 8000, "env": {}, "argv": [
+            "python3", "-m", "sglang_router.launch_router", "--pd-disaggregation",
+            "--prefill", "http://10.0.0.11:30000", "8998", "--decode", "http://10.0.0.11:30001",
+            "--host", "0.0.0.0", "--port", "8000"]},
+    });
+    let mut v = v;
+    let generator = v.as_object_mut().unwrap().remove("generator");
+    assert_eq!(generator, Some(format!("pdlaunch {}", env!("CARGO_PKG_VERSION")).into()));
+    assert_eq!(v, expected);
 }
 
 #[test]
