@@ -467,7 +467,8 @@ mod tests {
 
     #[test]
     fn a_decode_page_size_override_is_found_fixed_and_undone() {
-        let s = start().reduce(set("decode.extra_args", serde_json::json!(["--page-size", "1"])));
+        let original = start();
+        let s = original.clone().reduce(set("decode.extra_args", serde_json::json!(["--page-size", "1"])));
         assert!(codes(&s).contains(&"PD001"), "{:?}", codes(&s));
         assert!(s.diagnostics.iter().all(|d| d.fix.is_none()), "fixes come a moment later");
         let rev = s.rev;
@@ -475,11 +476,29 @@ mod tests {
         let d = s.diagnostics.iter().find(|d| d.finding.code == "PD001").unwrap().clone();
         assert!(d.concerns("decode.extra_args"));
         assert!(!d.concerns("decode.extra"));
-        assert!(d.fix.is_some());
+        let fix = d.fix.as_ref().expect("PD001 has a one-click fix");
+        assert_eq!(
+            (fix.title.as_str(), fix.path.as_str()),
+            ("Remove `--page-size 1` from decode.extra_args", "decode.extra_args")
+        );
         let fixed = s.clone().reduce(Action::ApplyFix(d.index));
         assert!(!codes(&fixed).contains(&"PD001"));
+        // The document is the one before the override, its list of extra arguments now empty.
+        let mut doc = (*fixed.doc).clone();
+        let extra = doc["decode"].as_object_mut().unwrap().remove("extra_args");
+        assert!(extra.as_ref().is_none_or(|e| e == &serde_json::json!([])), "{extra:?}");
+        assert_eq!(doc, *original.doc);
+        // The decode's rendered argv carries the shared page size alone.
+        let parsed = fixed.parsed.as_ref().expect("the fixed document loads");
+        let json: Value = serde_json::from_str(&output_text(parsed, OutputTab::Json).unwrap()).unwrap();
+        let decode = json["servers"].as_array().unwrap().iter().find(|s| s["role"] == "decode").unwrap();
+        let argv: Vec<&str> = decode["argv"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        let page_sizes: Vec<&str> = argv.windows(2).filter(|w| w[0] == "--page-size").map(|w| w[1]).collect();
+        let shared = original.doc["shared"]["page_size"].to_string();
+        assert_eq!(page_sizes, [shared.as_str()], "{argv:?}");
         let undone = fixed.reduce(Action::Undo);
         assert!(codes(&undone).contains(&"PD001"));
+        assert_eq!(undone.doc, s.doc);
     }
 
     /// Without a geometry, the notes of skipped rules offer the preset the model path names.
