@@ -93,15 +93,43 @@ decode: {tp: 1, extra_args: ["--page-size", "64"], instances: [{nodes: [{host: 1
     assert!(!r.dynamic.unwrap().clean);
 }
 
+/// `--backend cuda` runs on the GPU when the probe finds one, and is otherwise refused with
+/// the probe's reason and the advice to run on the CPU: the probe decides which is expected.
+#[cfg(feature = "cuda")]
+#[test]
+fn cuda_without_a_gpu_is_an_environment_error() {
+    use pdlaunch_kv::engine::cuda::{probe, Probe};
+    let d = deployment(HETERO);
+    let opts = Options { backend: BackendChoice::Cuda, ..cpu(8) };
+    let result = run(&input(&d), &opts, &|_| {});
+    match probe() {
+        Probe::Unavailable { reason } => match result {
+            Err(SmokeError::Environment(msg)) => assert_eq!(
+                msg,
+                format!("--backend cuda: no usable GPU: {reason}. Run with --backend cpu (or auto) on this machine.")
+            ),
+            other => panic!("no GPU ({reason}), yet {other:?}"),
+        },
+        Probe::Available { devices, .. } => {
+            let r = result.unwrap_or_else(|e| panic!("a GPU is present, yet: {e}"));
+            assert_eq!(r.environment.backend, "cuda");
+            assert_eq!(r.environment.devices.len(), devices.len());
+            assert_eq!(r.verdict, Verdict::Pass, "{}", pdlaunch_kv::smoke::render_text(&r));
+            let engines = &r.dynamic.as_ref().unwrap().engines;
+            assert!(!engines.is_empty() && engines.iter().all(|e| e.engine.starts_with("cuda-")), "{engines:?}");
+        }
+    }
+}
+
+/// A build without the CUDA engine refuses `--backend cuda` and says why.
+#[cfg(not(feature = "cuda"))]
 #[test]
 fn cuda_without_a_gpu_is_an_environment_error() {
     let d = deployment(HETERO);
     let opts = Options { backend: BackendChoice::Cuda, ..cpu(8) };
     match run(&input(&d), &opts, &|_| {}) {
-        Err(SmokeError::Environment(msg)) => assert!(msg.contains("--backend cuda"), "{msg}"),
-        // On a machine with a GPU the run goes ahead.
-        Ok(r) => assert_eq!(r.environment.backend, "cuda"),
-        Err(e) => panic!("unexpected: {e}"),
+        Err(SmokeError::Environment(msg)) => assert!(msg.contains("without the `cuda` feature"), "{msg}"),
+        other => panic!("expected an environment error, got {other:?}"),
     }
 }
 
