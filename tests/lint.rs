@@ -324,15 +324,26 @@ fn cli_fix_diff_then_write_with_backup() {
     assert!(s.contains("--- a/docker-compose.yaml") && s.contains("-      - \"16\"\n+      - \"64\""), "{s}");
     // --fix alone changes nothing on disk.
     assert_eq!(std::fs::read_to_string(tmp.path().join("docker-compose.yaml")).unwrap(), original);
+    // --write reports the findings it started from (exit 1), says what it fixed and wrote, and
+    // writes the diff's text: the one list item changed.
     let o = pdl(&["lint", "--write", "docker-compose.yaml"], tmp.path());
-    assert!(o.status.code().is_some(), "{}", out(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("fixed docker-compose.yaml: PD001: "), "{err}");
+    assert!(err.contains("wrote docker-compose.yaml"), "{err}");
+    assert_eq!(original.matches("      - \"16\"\n").count(), 1);
+    let fixed = original.replacen("      - \"16\"\n", "      - \"64\"\n", 1);
+    assert_eq!(std::fs::read_to_string(tmp.path().join("docker-compose.yaml")).unwrap(), fixed);
     assert_eq!(std::fs::read_to_string(tmp.path().join("docker-compose.yaml.bak")).unwrap(), original);
     let o = pdl(&["lint", "docker-compose.yaml"], tmp.path());
     assert_eq!(o.status.code(), Some(0), "{}", out(&o));
-    // A second --write keeps the first backup.
+    // A second --write keeps the first backup and backs up the text it replaces next to it.
     std::fs::write(tmp.path().join("docker-compose.yaml"), &original).unwrap();
-    let _ = pdl(&["lint", "--write", "docker-compose.yaml"], tmp.path());
-    assert!(tmp.path().join("docker-compose.yaml.bak.1").exists());
+    let o = pdl(&["lint", "--write", "docker-compose.yaml"], tmp.path());
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert_eq!(std::fs::read_to_string(tmp.path().join("docker-compose.yaml")).unwrap(), fixed);
+    assert_eq!(std::fs::read_to_string(tmp.path().join("docker-compose.yaml.bak")).unwrap(), original);
+    assert_eq!(std::fs::read_to_string(tmp.path().join("docker-compose.yaml.bak.1")).unwrap(), original);
 }
 
 #[test]
