@@ -253,9 +253,28 @@ fn deployment() -> impl Strategy<Value = Deployment> {
     })
 }
 
-/// Proptest cases: `PDLAUNCH_PROPTEST_CASES`, or `default`.
+/// The fewest cases a property test runs, whatever `PDLAUNCH_PROPTEST_CASES` says: a quick run
+/// may lower the count, but `0` would pass every property without trying one.
+pub(crate) const MIN_CASES: u32 = 16;
+
+/// Proptest cases: `PDLAUNCH_PROPTEST_CASES`, or `default`; at least [`MIN_CASES`].
 pub(crate) fn cases(default: u32) -> u32 {
-    std::env::var("PDLAUNCH_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    cases_from(std::env::var("PDLAUNCH_PROPTEST_CASES").ok().as_deref(), default)
+}
+
+fn cases_from(setting: Option<&str>, default: u32) -> u32 {
+    setting.and_then(|v| v.trim().parse().ok()).unwrap_or(default).max(MIN_CASES)
+}
+
+#[test]
+fn the_case_count_has_a_floor() {
+    assert_eq!(cases_from(None, 300), 300);
+    assert_eq!(cases_from(Some("5000"), 300), 5000);
+    assert_eq!(cases_from(Some(" 40 "), 300), 40);
+    assert_eq!(cases_from(Some("0"), 300), MIN_CASES);
+    assert_eq!(cases_from(Some("3"), 300), MIN_CASES);
+    assert_eq!(cases_from(Some("many"), 300), 300);
+    assert_eq!(cases_from(None, 4), MIN_CASES);
 }
 
 #[test]
