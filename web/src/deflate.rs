@@ -355,17 +355,38 @@ mod tests {
         for cut in 0..good.len() {
             assert!(inflate(&good[..cut], usize::MAX).is_err(), "cut at {cut}");
         }
+        // Flipped bits and noise: each is refused, or inflates to at most the limit and to what
+        // `miniz_oxide` makes of it whenever that decodes it too.
+        const LIMIT: usize = 1 << 20;
         let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
+        let (mut agreed, mut refused) = (0, 0);
+        let mut check = |bytes: &[u8]| match inflate(bytes, LIMIT) {
+            Ok(ours) => {
+                assert!(ours.len() <= LIMIT);
+                if let Ok(theirs) = miniz_oxide::inflate::decompress_to_vec_with_limit(bytes, LIMIT) {
+                    assert!(
+                        ours == theirs,
+                        "{} bytes inflated, miniz_oxide {}, from {bytes:02x?}",
+                        ours.len(),
+                        theirs.len()
+                    );
+                    agreed += 1;
+                }
+            }
+            Err(Corrupt) => refused += 1,
+        };
         for _ in 0..20_000 {
             let mut bytes = good.clone();
             for _ in 0..=(next() % 4) {
                 let i = (next() as usize) % bytes.len();
                 bytes[i] ^= 1 << (next() % 8);
             }
-            let _ = inflate(&bytes, 1 << 20);
+            check(&bytes);
             let noise: Vec<u8> = (0..(next() % 64)).map(|_| next() as u8).collect();
-            let _ = inflate(&noise, 1 << 20);
+            check(&noise);
         }
+        // Both outcomes are common, so neither half of the contract is checked vacuously.
+        assert!(agreed > 1000 && refused > 1000, "{agreed} inflated alike, {refused} refused");
         // A stream that would inflate past the limit.
         assert_eq!(inflate(&deflate(&[b'x'; 5000]), 4000), Err(Corrupt));
         assert_eq!(inflate(&miniz_oxide::deflate::compress_to_vec(&[b'x'; 5000], 0), 4000), Err(Corrupt));
