@@ -1,10 +1,20 @@
 //! Reading a deployment from YAML or JSON text, with errors that name the line, the column and
 //! the field path, and say how to fix it.
+//!
+//! Both syntaxes are read into the position-keeping YAML tree (JSON is YAML's flow style; a
+//! JSON text is first held to JSON's own grammar by serde_json), and the deployment is
+//! deserialized from the tree ([`crate::read::de`]): every error is placed at the node it is
+//! about, with that node's path, in either syntax.
+
+use std::borrow::Cow;
 
 use serde_json::Value;
 
 use crate::deployment::{Deployment, Role};
-use crate::read::yaml::{self, Map, Node, Scalar, Style};
+use crate::read::de::{self, NON_FINITE};
+use crate::read::path;
+use crate::read::source::SrcMap;
+use crate::read::yaml::{Map, Node, Scalar, Seq, Style};
 use crate::yaml_value;
 
 /// A deployment that could not be read.
@@ -64,487 +74,142 @@ impl Syntax {
     }
 }
 
-/// What a failed deserialization reports: field path, position, message.
-type SerdeFailure = (String, Option<(usize, usize)>, String);
+/// What went wrong where, before the file and a hint make it a [`LoadError`].
+struct Failure {
+    /// Field path; empty for the whole document.
+    path: String,
+    /// Source offset, when known.
+    offset: Option<usize>,
+    /// What is wrong.
+    message: String,
+}
+
+/// A structural check that failed.
+struct Refusal {
+    /// The field.
+    path: String,
+    /// What is wrong with it.
+    message: String,
+    /// How to fix it.
+    hint: String,
+}
 
 /// Parses a deployment from text; `file` only labels errors.
-///
-/// Both syntaxes end in one `serde_json` deserializer of the deployment types (the code they
-/// take is the biggest share of the web app). YAML is read by the core's position-keeping reader
-/// and written out as JSON text, one value per line, beside a table saying where each line came
-/// from; an error's line in that text gives the field path and the place in the YAML.
 #[allow(clippy::result_large_err)] // one error per run, reported and dropped
 pub fn parse_deployment(text: &str, file: &str, syntax: Syntax) -> Result<Deployment, LoadError> {
-    let result: Result<Deployment, SerdeFailure> = match syntax {
-        Syntax::Yaml => from_yaml(text),
-        Syntax::Json => serde_json::from_str(text).map_err(|e| {
-            let message = strip_location(&e.to_string());
-            let mut path = json_path(text, e.line(), e.column(), e.is_syntax() || e.is_eof());
-            if message.starts_with("duplicate field") {
-                path.pop();
-            }
-            (render_path(&path), Some((e.line(), e.column())), message)
-        }),
+    let doc = document(text, syntax).map_err(|f| load_error(text, file, f, None))?;
+    let reading = match syntax {
+        Syntax::Yaml => de::Syntax::Yaml,
+        Syntax::Json => de::Syntax::Json,
     };
-    let d = result.map_err(|(path, loc, message)| {
-        let path = (!path.is_empty()).then_some(path);
-        let hint = hint_for(&message, path.as_deref());
-        LoadError { file: file.to_owned(), line: loc.map(|l| l.0), column: loc.map(|l| l.1), path, message, hint }
+    let d: Deployment = de::from_node(&doc, reading).map_err(|e| {
+        let offset = Some(empty_value_place(text, e.offset));
+        load_error(text, file, Failure { path: e.path, offset, message: e.message }, None)
     })?;
-    check_structure(&d).map_err(|(path, message, hint)| {
-        let loc = locate(text, &path);
-        LoadError {
-            file: file.to_owned(),
-            line: loc.map(|l| l.0),
-            column: loc.map(|l| l.1),
-            path: Some(path),
-            message,
-            hint: Some(hint),
-        }
+    check_structure(&d).map_err(|r| {
+        let offset = path::find(&doc, text, &path::parse(&r.path));
+        load_error(text, file, Failure { path: r.path, offset, message: r.message }, Some(r.hint))
     })?;
     Ok(d)
 }
 
-fn strip_location(msg: &str) -> String {
-    // serde_json appends " at line L column C"; we report it apart.
-    match msg.rfind(" at line ") {
-        Some(i) => msg[..i].to_owned(),
-        None => msg.to_owned(),
-    }
+#[allow(clippy::result_large_err)]
+fn load_error(text: &str, file: &str, f: Failure, hint: Option<String>) -> LoadError {
+    let path = (!f.path.is_empty()).then_some(f.path);
+    let hint = hint.or_else(|| hint_for(&f.message, path.as_deref()));
+    let (line, column) = f.offset.map(|o| line_col(text, o)).unzip();
+    LoadError { file: file.to_owned(), line, column, path, message: f.message, hint }
 }
 
-/// One step of a field path.
-#[derive(Clone, Debug)]
-enum Step {
-    Key(String),
-    Index(usize),
-}
-
-/// `a.b[2].c`, as errors print it.
-fn render_path(steps: &[Step]) -> String {
-    let mut s = String::new();
-    for step in steps {
-        match step {
-            Step::Key(k) if s.is_empty() => s.push_str(k),
-            Step::Key(k) => {
-                s.push('.');
-                s.push_str(k);
-            }
-            Step::Index(i) => s.push_str(&format!("[{i}]")),
-        }
-    }
-    s
-}
-
-/// The field path at a position of a JSON text that serde_json reports (`column` is the number
-/// of bytes of the line read so far): the keys and indices of the containers open there, with
-/// the key just read.
-fn json_path(text: &str, line: usize, column: usize, syntax_error: bool) -> Vec<Step> {
-    let line_start: usize = text.split_inclusive('\n').take(line.saturating_sub(1)).map(str::len).sum();
-    let end = (line_start + column).min(text.len());
-    let b = text.as_bytes();
-    // Per open container: the key being read (objects) or the item's index (arrays).
-    let mut open: Vec<(bool, Option<Step>)> = Vec::new();
-    let mut i = 0;
-    while i < end {
-        match b[i] {
-            b'{' => open.push((true, None)),
-            b'[' => open.push((false, Some(Step::Index(0)))),
-            b'}' | b']' => {
-                open.pop();
-            }
-            b',' => match open.last_mut() {
-                Some((false, Some(Step::Index(n)))) => *n += 1,
-                Some((true, key)) => *key = None,
-                _ => {}
-            },
-            b'"' => {
-                let from = i;
-                i += 1;
-                while i < b.len() && b[i] != b'"' {
-                    i += if b[i] == b'\\' { 2 } else { 1 };
-                }
-                if let Some((true, key @ None)) = open.last_mut() {
-                    let k = text.get(from..=i.min(b.len() - 1)).and_then(|t| serde_json::from_str(t).ok());
-                    *key = Some(Step::Key(k.unwrap_or_default()));
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    // serde_json places a syntax error after the byte it looked at; one at an opening bracket is
-    // about the container, not its first item. (Errors about values come before the value.)
-    if syntax_error && end > 0 && matches!(b[end - 1], b'[' | b'{') {
-        open.pop();
-    }
-    open.into_iter().filter_map(|(_, step)| step).collect()
-}
-
-/// Reads YAML into a deployment through JSON text (see [`parse_deployment`]).
-fn from_yaml(text: &str) -> Result<Deployment, SerdeFailure> {
-    let doc = yaml_value::document(text).map_err(|e| syntax_failure(text, e))?;
-    // No document reads as an empty mapping at the end, as serde_yaml reads it.
-    let doc = doc.unwrap_or(Node::Map(Map { entries: Vec::new(), start: text.len() }));
-    let place = |path: &str, at: usize, message: String| {
-        // An empty value is placed right after its key's colon, as serde_yaml places it.
-        let b = text.as_bytes();
-        let mut at = at;
-        if b.get(at).is_none_or(|c| matches!(c, b'\n' | b'\r' | b'#')) {
-            while at > 0 && matches!(b[at - 1], b' ' | b'\t') {
-                at -= 1;
-            }
-        }
-        (path.to_owned(), Some(line_col(text, at)), message)
-    };
-    // serde_yaml gives a plain scalar's text to a field that wants text, and an empty value is
-    // an empty mapping or sequence where one is wanted: each plain scalar written as a number,
-    // boolean or null that the deserializer refuses is written again that way.
-    let mut refill: Vec<(usize, Fill)> = Vec::new();
-    let mut refused: Option<(usize, SerdeFailure)> = None;
-    // JSON has no infinity or NaN: the writer put null there, and an optional field would
-    // silently be left unset.
-    let accept = |d: Deployment, non_finite: Option<NonFinite>| match non_finite {
-        Some(NonFinite { path, at, text }) => Err(place(&path, at, format!("`{text}` {NON_FINITE}"))),
-        None => Ok(d),
-    };
-    loop {
-        let (lines, line, message) = match attempt(&doc, &refill) {
-            Ok((d, non_finite)) => match seq_read_as_struct(&doc, &to_value(&d)) {
-                // serde_json fills a struct from an array of its fields; serde_yaml refuses that.
-                Some(at) => {
-                    let mut probe = refill.clone();
-                    probe.push((at, Fill::Text));
-                    match attempt(&doc, &probe) {
-                        Err((lines, Some(l), m)) if m.starts_with("invalid type: string \"\", expected struct") => {
-                            let expected = m.trim_start_matches("invalid type: string \"\", ");
-                            return Err(place(&lines[l].path, at, format!("invalid type: sequence, {expected}")));
-                        }
-                        _ => return accept(d, non_finite),
-                    }
-                }
-                None => return accept(d, non_finite),
-            },
-            Err(e) => e,
-        };
-        let Some(line) = line.map(|l| &lines[l]) else { return Err((String::new(), None, message)) };
-        let about_key = message.starts_with("unknown field") || message.starts_with("duplicate field");
-        if line.typed_plain.is_some() && !about_key {
-            let fill = match line.typed_plain {
-                Some(true) if message.contains("expected struct") || message.contains("expected a map") => Fill::Map,
-                Some(true) if message.contains("expected a sequence") => Fill::Seq,
-                _ => Fill::Text,
+/// The tree of the one document of `text`; no document reads as an empty mapping at the end, as
+/// serde_yaml read it.
+fn document(text: &str, syntax: Syntax) -> Result<Node<'_>, Failure> {
+    if syntax == Syntax::Json {
+        // The YAML reader reads more than JSON: a JSON file is held to JSON.
+        if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
+            let offset = json_offset(text, e.line(), e.column());
+            let message = e.to_string();
+            // serde_json appends " at line L column C"; the place is reported apart.
+            let message = message.rfind(" at line ").map_or(&*message, |i| &message[..i]).to_owned();
+            // The field the error is in, from the tree the YAML reader makes of the text, or
+            // from where that reader stopped.
+            let steps = match yaml_value::document(text) {
+                Ok(doc) => doc.map(|d| path::at(&d, offset)).unwrap_or_default(),
+                Err(e) => e.path,
             };
-            refill.push((line.at, fill));
-            refused = Some((line.at, place(&line.path, line.at, message)));
-            continue;
+            return Err(Failure { path: path::render(&steps), offset: Some(offset), message });
         }
-        if message.starts_with("duplicate field") {
-            let parent = line.parent.map(|p| &lines[p]);
-            return Err(place(parent.map_or("", |p| &p.path), parent.map_or(doc.start(), |p| p.at), message));
+    }
+    match yaml_value::document(text) {
+        Ok(doc) => Ok(doc.unwrap_or(Node::Map(Map { entries: Vec::new(), start: text.len() }))),
+        Err(e) => {
+            // More than one document is about the file, not the field before the `---`.
+            let path = if e.message == yaml_value::MULTIPLE_DOCUMENTS { String::new() } else { path::render(&e.path) };
+            Err(Failure { path, offset: Some(e.offset), message: e.message })
         }
-        if about_key {
-            return Err(place(&line.path, line.key.unwrap_or(line.at), message));
-        }
-        // Refused as text too: the error about the value as written is the better one.
-        let failure = match refused.take() {
-            Some((at, first)) if at == line.at && message.starts_with("invalid type: string") => first,
-            _ => place(&line.path, line.at, message),
-        };
-        // serde_json reads a struct from an array (of its fields in order) and an enum from a
-        // mapping or nothing else; serde_yaml refuses a sequence for either. Written as an empty
-        // string instead, a collection on the way to the error tells what was expected there.
-        let within = |l: &&Line| {
-            l.collection.is_some()
-                && (line.path == l.path
-                    || line.path.starts_with(&format!("{}[", l.path))
-                    || line.path.starts_with(&format!("{}.", l.path))
-                    || l.path.is_empty())
-        };
-        for open in lines.iter().filter(within) {
-            let mut probe = refill.clone();
-            probe.push((open.at, Fill::Text));
-            let Err((_, Some(_), m)) = attempt(&doc, &probe) else { continue };
-            let kind = open.collection.unwrap_or("sequence");
-            let expected = m
-                .strip_prefix("invalid type: string \"\", ")
-                .filter(|e| kind == "sequence" && e.starts_with("expected struct"));
-            let variant = m.strip_prefix("unknown variant ``, ");
-            if let Some(expected) = expected.or(variant) {
-                return Err(place(&open.path, open.at, format!("invalid type: {kind}, {expected}")));
-            }
-        }
-        return Err(failure);
     }
 }
 
-/// The offset of the first sequence of `doc` whose place in `value` (the deserialized
-/// deployment, serialized again) holds a mapping.
-fn seq_read_as_struct(doc: &Node, value: &Value) -> Option<usize> {
-    match (doc, value) {
-        (Node::Seq(s), Value::Object(_)) => Some(s.start),
-        (Node::Seq(s), Value::Array(a)) => s.items.iter().zip(a).find_map(|(n, v)| seq_read_as_struct(n, v)),
-        (Node::Map(m), Value::Object(o)) => {
-            m.entries.iter().find_map(|(k, n)| o.get(&*k.text).and_then(|v| seq_read_as_struct(n, v)))
-        }
-        _ => None,
-    }
+/// The byte offset of serde_json's place (1-based line; column: bytes of the line read so far,
+/// the last of them the one it stopped at).
+fn json_offset(text: &str, line: usize, column: usize) -> usize {
+    let line_start: usize = text.split_inclusive('\n').take(line.saturating_sub(1)).map(str::len).sum();
+    (line_start + column.saturating_sub(1)).min(text.len())
 }
 
-/// A YAML syntax error, with the path of the last field before it (where a reader going
-/// through the text stood).
-fn syntax_failure(text: &str, e: yaml::YamlError) -> SerdeFailure {
-    if e.message == yaml_value::MULTIPLE_DOCUMENTS {
-        // About the file, not a field: the field before the `---` would mislead.
-        return (String::new(), Some(line_col(text, e.offset)), e.message);
-    }
-    let mut at = e.offset.min(text.len());
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
-    (path_before(&text[..line_start]), Some(line_col(text, at)), e.message)
-}
-
-/// The field path of the last `key:` line of `text`, from the keys and sequence items that
-/// enclose it by indentation; empty when there is none.
-fn path_before(text: &str) -> String {
-    let lines: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.starts_with('\t') && !l.trim_start().is_empty() && !l.trim_start().starts_with('#'))
-        .collect();
-    let indent = |l: &str| l.len() - l.trim_start().len();
-    let key = |l: &str| {
-        let body = l.trim_start().trim_start_matches("- ").trim_start();
-        let end = body.find(": ").or_else(|| body.strip_suffix(':').map(str::len))?;
-        Some(body[..end].trim_matches(|c| c == '"' || c == '\'').to_owned())
-    };
-    let mut steps = Vec::new();
-    // Column of the last step found; what encloses it starts left of it.
-    let Some(last) = lines.iter().rposition(|l| key(l).is_some()) else { return String::new() };
-    let item_key_col = |l: &str| l.len() - l.trim_start().trim_start_matches("- ").trim_start().len();
-    steps.push(Step::Key(key(lines[last]).expect("a key line")));
-    let mut col = item_key_col(lines[last]);
-    let mut i = last;
-    loop {
-        let l = lines[i];
-        // The line's own sequence item, when the key is the item's.
-        if l.trim_start().starts_with("- ") && item_key_col(l) == col {
-            let d = indent(l);
-            let index = lines[..i]
-                .iter()
-                .rev()
-                .take_while(|p| indent(p) >= d)
-                .filter(|p| indent(p) == d && p.trim_start().starts_with("- "))
-                .count();
-            steps.push(Step::Index(index));
-            col = d;
+/// An empty value (at the end of its line, or before a comment) is placed right after its key's
+/// colon, as serde_yaml placed it.
+fn empty_value_place(text: &str, offset: usize) -> usize {
+    let b = text.as_bytes();
+    let mut at = offset.min(b.len());
+    if b.get(at).is_none_or(|c| matches!(c, b'\n' | b'\r' | b'#')) {
+        while at > 0 && matches!(b[at - 1], b' ' | b'\t') {
+            at -= 1;
         }
-        let Some(parent) = lines[..i].iter().rposition(|p| {
-            key(p).is_some()
-                && (item_key_col(p) < col
-                    || (item_key_col(p) == col
-                        && lines[i].trim_start().starts_with("- ")
-                        && !p.trim_start().starts_with("- ")))
-        }) else {
-            break;
-        };
-        // Keys of an item's mapping after its first line sit at the item's key column.
-        steps.push(Step::Key(key(lines[parent]).expect("a key line")));
-        col = item_key_col(lines[parent]);
-        i = parent;
     }
-    steps.reverse();
-    render_path(&steps)
+    at
 }
 
 /// A deployment (or a part of one) from a JSON value: a document being edited or reconstructed.
-/// It goes through JSON text so that the deployment types have one deserializer, the one
-/// [`parse_deployment`] uses: a second one (over `Value`) would add its size again to the browser
-/// app.
-pub fn from_value<T: serde::de::DeserializeOwned>(value: &serde_json::Value) -> Result<T, serde_json::Error> {
-    serde_json::from_str(&value.to_string())
+/// It is read as a JSON text would be, by the deserializer [`parse_deployment`] uses: a second
+/// one (serde_json's) would add its size again to the browser app.
+pub fn from_value<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, de::Error> {
+    de::from_node(&value_node(value), de::Syntax::Json)
 }
 
-/// A deployment (or a part of one) as a JSON value. Through JSON text, for the reason of
-/// [`from_value`]: the text writer's code per field is smaller than the value builder's, and the
-/// app has the writer anyway.
+/// The tree a JSON text of `value` would read as (with no places).
+fn value_node(value: &Value) -> Node<'static> {
+    let scalar =
+        |text: String, style: Style| Scalar { text: Cow::Owned(text), style, start: 0, end: 0, map: SrcMap::Offset(0) };
+    match value {
+        Value::Null => Node::Scalar(scalar("null".into(), Style::Plain)),
+        Value::Bool(b) => Node::Scalar(scalar(b.to_string(), Style::Plain)),
+        Value::Number(n) => Node::Scalar(scalar(n.to_string(), Style::Plain)),
+        Value::String(s) => Node::Scalar(scalar(s.clone(), Style::Double)),
+        Value::Array(a) => {
+            Node::Seq(Seq { items: a.iter().map(value_node).collect(), flow: true, start: 0, indent: 0 })
+        }
+        Value::Object(o) => Node::Map(Map {
+            entries: o.iter().map(|(k, v)| (scalar(k.clone(), Style::Double), value_node(v))).collect(),
+            start: 0,
+        }),
+    }
+}
+
+/// A deployment (or a part of one) as a JSON value. Through JSON text: the text writer's code
+/// per field is smaller than the value builder's, and the app has the writer anyway.
 pub fn to_value<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_string(value).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default()
-}
-
-/// One deserialization of the document written as JSON: on failure, the lines of the text, the
-/// one the error is on, and the message.
-#[allow(clippy::type_complexity)]
-fn attempt(
-    doc: &Node,
-    refill: &[(usize, Fill)],
-) -> Result<(Deployment, Option<NonFinite>), (Vec<Line>, Option<usize>, String)> {
-    let mut json = JsonOut { text: String::new(), lines: Vec::new(), refill, non_finite: None };
-    json.node(doc, &mut Vec::new(), None, None, true);
-    let non_finite = json.non_finite.take();
-    serde_json::from_str::<Deployment>(&json.text).map(|d| (d, non_finite)).map_err(|e| {
-        let mut line = e.line().checked_sub(1).filter(|&l| l < json.lines.len());
-        // An error of a field's own deserializer comes after its value; serde_json has gone on
-        // to the closing bracket when the field was the last. Only a struct's own errors (a
-        // missing field) are about the bracket.
-        let message = strip_location(&e.to_string());
-        if let Some(l) = line.filter(|&l| json.lines[l].closing && l > 0) {
-            if !message.starts_with("missing field") && !message.starts_with("invalid length") {
-                line = Some(l - 1);
-            }
-        }
-        (json.lines, line, message)
-    })
-}
-
-/// What a refused plain scalar is written as next.
-#[derive(Clone, Copy, PartialEq)]
-enum Fill {
-    Text,
-    Map,
-    Seq,
-}
-
-/// Where a line of the JSON text came from.
-struct Line {
-    /// Field path of the value on the line (of the container, on a closing bracket's line).
-    path: String,
-    /// Source offset of the value's key, when it has one.
-    key: Option<usize>,
-    /// Source offset of the value (of the container, on a closing bracket's line).
-    at: usize,
-    /// The line that opened the enclosing container.
-    parent: Option<usize>,
-    /// A plain scalar written as a number, boolean or null: `Some(empty)`.
-    typed_plain: Option<bool>,
-    /// The line opens a `"sequence"` or a `"map"`.
-    collection: Option<&'static str>,
-    /// The line closes one.
-    closing: bool,
-}
-
-/// JSON text written from YAML nodes, one value or bracket per line.
-struct JsonOut<'a> {
-    text: String,
-    lines: Vec<Line>,
-    /// Plain scalars (by offset) to write otherwise.
-    refill: &'a [(usize, Fill)],
-    /// The first plain scalar YAML reads as infinity or NaN, written as null.
-    non_finite: Option<NonFinite>,
-}
-
-/// A plain scalar YAML reads as infinity or NaN, which JSON cannot hold.
-struct NonFinite {
-    /// Its field path.
-    path: String,
-    /// Its source offset.
-    at: usize,
-    /// Its text (`.inf`).
-    text: String,
-}
-
-impl JsonOut<'_> {
-    fn node(&mut self, n: &Node, path: &mut Vec<Step>, key: Option<&Scalar>, parent: Option<usize>, last: bool) {
-        if let Some(k) = key {
-            self.text.push_str(&Value::String(k.text.to_string()).to_string());
-            self.text.push(':');
-        }
-        let at = n.start();
-        let here = self.lines.len();
-        let mut line = Line {
-            path: render_path(path),
-            key: key.map(|k| k.start),
-            at,
-            parent,
-            typed_plain: None,
-            collection: None,
-            closing: false,
-        };
-        if self.refill.contains(&(at, Fill::Text)) && matches!(n, Node::Seq(_) | Node::Map(_)) {
-            self.text.push_str("\"\"");
-            self.end_line(last);
-            self.lines.push(line);
-            return;
-        }
-        match n {
-            Node::Seq(s) => {
-                self.text.push_str("[\n");
-                line.collection = Some("sequence");
-                self.lines.push(line);
-                for (i, item) in s.items.iter().enumerate() {
-                    path.push(Step::Index(i));
-                    self.node(item, path, None, Some(here), i + 1 == s.items.len());
-                    path.pop();
-                }
-                self.close(']', here, last);
-            }
-            Node::Map(m) => {
-                self.text.push_str("{\n");
-                line.collection = Some("map");
-                self.lines.push(line);
-                for (i, (k, v)) in m.entries.iter().enumerate() {
-                    path.push(Step::Key(k.text.to_string()));
-                    self.node(v, path, Some(k), Some(here), i + 1 == m.entries.len());
-                    path.pop();
-                }
-                self.close('}', here, last);
-            }
-            Node::Null(_) | Node::Scalar(_) => {
-                let plain = match n {
-                    Node::Null(_) => Some(""),
-                    Node::Scalar(s) if s.style == Style::Plain => Some(&*s.text),
-                    _ => None,
-                };
-                let fill = self.refill.iter().find(|(o, _)| *o == at).map(|(_, f)| *f);
-                let value = match (n, plain, fill) {
-                    (_, Some(t), Some(Fill::Text)) => Value::String(t.to_owned()),
-                    (_, Some(_), Some(Fill::Map)) => Value::Object(Default::default()),
-                    (_, Some(_), Some(Fill::Seq)) => Value::Array(Vec::new()),
-                    (Node::Scalar(s), _, _) => yaml_value::scalar_value(s),
-                    _ => Value::Null,
-                };
-                if plain.is_some() && fill.is_none() && !value.is_string() {
-                    line.typed_plain = Some(plain == Some(""));
-                    if let Some(t) = plain.filter(|t| self.non_finite.is_none() && yaml_value::plain_is_non_finite(t)) {
-                        self.non_finite = Some(NonFinite { path: line.path.clone(), at, text: t.to_owned() });
-                    }
-                }
-                self.text.push_str(&value.to_string());
-                self.end_line(last);
-                self.lines.push(line);
-            }
-        }
-    }
-
-    fn close(&mut self, bracket: char, open: usize, last: bool) {
-        self.text.push(bracket);
-        self.end_line(last);
-        let o = &self.lines[open];
-        let line = Line {
-            path: o.path.clone(),
-            key: None,
-            at: o.at,
-            parent: o.parent,
-            typed_plain: None,
-            collection: None,
-            closing: true,
-        };
-        self.lines.push(line);
-    }
-
-    fn end_line(&mut self, last: bool) {
-        if !last {
-            self.text.push(',');
-        }
-        self.text.push('\n');
-    }
 }
 
 /// 1-based line and column (in characters, as YAML readers count them) of a byte offset, as the
 /// linter counts them (errors only: the text is indexed for the one lookup).
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let (line, column) = crate::read::source::SourceFile::new(String::new(), text).position(offset);
+    let mut at = offset.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    let (line, column) = crate::read::source::SourceFile::new(String::new(), text).position(at);
     (line as usize, column as usize)
 }
 
@@ -576,53 +241,50 @@ fn hint_for(message: &str, path: Option<&str>) -> Option<String> {
     None
 }
 
-/// The end of the message for a YAML infinity or NaN.
-const NON_FINITE: &str = "is a YAML infinity or NaN, which no deployment field takes";
-
 /// Structural checks serde cannot express: something to render on each side, names usable in
 /// file names. Everything else is the validator's job, so the user sees a rendering.
-fn check_structure(d: &Deployment) -> Result<(), (String, String, String)> {
+fn check_structure(d: &Deployment) -> Result<(), Refusal> {
     if d.name.is_empty() || !d.name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
-        return Err((
+        return refuse(
             "name".into(),
             format!(
                 "deployment name {:?} is empty or has characters other than letters, digits, `-`, `_`, `.`",
                 d.name
             ),
             "pick a short name like `llama-1p1d`; it becomes part of script file names".into(),
-        ));
+        );
     }
     for role in Role::BOTH {
         let side = d.side(role);
         if side.instances.is_empty() {
-            return Err((
+            return refuse(
                 format!("{role}.instances"),
                 format!("the {role} side has no instances"),
                 "add at least one instance with one node, e.g. `instances: [{nodes: [{host: 10.0.0.1}]}]`".into(),
-            ));
+            );
         }
         for (i, inst) in side.instances.iter().enumerate() {
             if inst.nodes.is_empty() {
-                return Err((
+                return refuse(
                     format!("{role}.instances[{i}].nodes"),
                     format!("{role} instance {i} has no nodes"),
                     "add at least one node with its `host`".into(),
-                ));
+                );
             }
             for (n, node) in inst.nodes.iter().enumerate() {
                 if node.host.trim().is_empty() {
-                    return Err((
+                    return refuse(
                         format!("{role}.instances[{i}].nodes[{n}].host"),
                         "empty host".into(),
                         "give the node's address (IP or DNS name)".into(),
-                    ));
+                    );
                 }
                 if node.gpus == Some(0) {
-                    return Err((
+                    return refuse(
                         format!("{role}.instances[{i}].nodes[{n}].gpus"),
                         "`gpus` is 0".into(),
                         "a node runs on at least one GPU; leave `gpus` out for tp × pp / nodes".into(),
-                    ));
+                    );
                 }
             }
         }
@@ -635,7 +297,7 @@ fn check_structure(d: &Deployment) -> Result<(), (String, String, String)> {
             ("dcp", side.dcp),
         ] {
             if v == 0 {
-                return Err((format!("{role}.{field}"), format!("`{field}` is 0"), "sizes start at 1".into()));
+                return refuse(format!("{role}.{field}"), format!("`{field}` is 0"), "sizes start at 1".into());
             }
         }
     }
@@ -650,37 +312,42 @@ fn check_structure(d: &Deployment) -> Result<(), (String, String, String)> {
             let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
                 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
             if !valid {
-                return Err((
+                return refuse(
                     format!("{path}.{name}"),
                     format!("environment variable name {name:?} is not a valid name"),
                     "names are letters, digits and `_`, not starting with a digit (e.g. `SGLANG_DISAGG_STAGING_BUFFER`)".into(),
-                ));
+                );
             }
         }
     }
     let value = to_value(d);
     if let Some(path) = find_nul(&value, String::new()) {
-        return Err((
+        return refuse(
             path,
             "the value contains a NUL character, which no command-line argument or environment value can carry".into(),
             "remove the NUL (\\0) character".into(),
-        ));
+        );
     }
     if d.shared.page_size == 0 {
-        return Err((
+        return refuse(
             "shared.page_size".into(),
             "`page_size` is 0".into(),
             "use a positive page size such as 16, 32 or 64".into(),
-        ));
+        );
     }
     if d.model.path.trim().is_empty() {
-        return Err((
+        return refuse(
             "model.path".into(),
             "empty model path".into(),
             "give a local directory or a Hugging Face id".into(),
-        ));
+        );
     }
     Ok(())
+}
+
+/// A [`Refusal`] of the field at `path`.
+fn refuse(path: String, message: String, hint: String) -> Result<(), Refusal> {
+    Err(Refusal { path, message, hint })
 }
 
 /// The path of the first string (or map key) containing a NUL character.
@@ -696,100 +363,11 @@ fn find_nul(v: &serde_json::Value, path: String) -> Option<String> {
     }
 }
 
-/// Finds the line and column of a field path (`a.b[2].c`) in block-style YAML or in JSON text.
-/// Best effort: `None` when the text is written in a style it does not follow.
-pub fn locate(text: &str, path: &str) -> Option<(usize, usize)> {
-    let mut segments = Vec::new();
-    for part in path.split('.') {
-        let (key, rest) = part.split_once('[').map_or((part, ""), |(k, r)| (k, r));
-        if !key.is_empty() {
-            segments.push(Seg::Key(key.to_owned()));
-        }
-        for idx in rest.split('[') {
-            if let Ok(i) = idx.trim_end_matches(']').parse::<usize>() {
-                segments.push(Seg::Index(i));
-            }
-        }
-    }
-    let lines: Vec<&str> = text.lines().collect();
-    let indent_of = |l: &str| l.len() - l.trim_start().len();
-    let significant = |l: &str| {
-        let t = l.trim_start();
-        !t.is_empty() && !t.starts_with('#')
-    };
-    let (mut lo, mut hi) = (0usize, lines.len());
-    let mut found = None;
-    // Column of the keys of the current block when it is a sequence item's mapping.
-    let mut item_key_col: Option<usize> = None;
-    for seg in &segments {
-        let mut hit = None;
-        let mut count = 0usize;
-        // Only the shallowest lines of the current block are candidates.
-        let floor = (lo..hi).filter(|&i| significant(lines[i])).map(|i| indent_of(lines[i])).min()?;
-        for (ln, line) in lines.iter().enumerate().take(hi).skip(lo) {
-            if !significant(line) {
-                continue;
-            }
-            let trimmed = line.trim_start();
-            let indent = indent_of(line);
-            match seg {
-                Seg::Key(k) => {
-                    let body = if ln == lo { trimmed.trim_start_matches("- ") } else { trimmed };
-                    let col = line.len() - body.len();
-                    if col != item_key_col.unwrap_or(floor) {
-                        continue;
-                    }
-                    if body.starts_with(&format!("{k}:")) || body.starts_with(&format!("\"{k}\":")) {
-                        hit = Some((ln, col));
-                        break;
-                    }
-                }
-                Seg::Index(i) => {
-                    if indent == floor && (trimmed.starts_with("- ") || trimmed == "-") {
-                        if count == *i {
-                            hit = Some((ln, indent));
-                            break;
-                        }
-                        count += 1;
-                    }
-                }
-            }
-        }
-        let (ln, col) = hit?;
-        found = Some((ln + 1, col + 1));
-        // The value's block: the following lines deeper than the hit (a sequence under a key may
-        // sit at the key's own indent).
-        let end = (ln + 1..lines.len())
-            .find(|&i| {
-                let l = lines[i];
-                significant(l)
-                    && (indent_of(l) < col
-                        || (indent_of(l) == col && !(matches!(seg, Seg::Key(_)) && l.trim_start().starts_with("- "))))
-            })
-            .unwrap_or(lines.len());
-        match seg {
-            Seg::Key(_) => {
-                lo = ln + 1;
-                item_key_col = None;
-            }
-            // An item's first keys sit on its own line, after the dash.
-            Seg::Index(_) => {
-                lo = ln;
-                let body = lines[ln].trim_start().trim_start_matches("- ");
-                item_key_col = Some(lines[ln].len() - body.len());
-            }
-        }
-        hi = end;
-        if lo >= hi {
-            return found.filter(|_| std::ptr::eq(seg, segments.last().expect("non-empty")));
-        }
-    }
-    found
-}
-
-enum Seg {
-    Key(String),
-    Index(usize),
+/// The line and column of what a field path (`a.b[2].c`) names in a YAML or JSON text: its key,
+/// or its item. `None` when the text does not read or holds no such field.
+pub fn locate(text: &str, field: &str) -> Option<(usize, usize)> {
+    let doc = yaml_value::document(text).ok()??;
+    path::find(&doc, text, &path::parse(field)).map(|at| line_col(text, at))
 }
 
 #[cfg(test)]
@@ -1111,7 +689,8 @@ mod tests {
         let text = d.replacen("\"port\": 8000", "\"port\": true", 1);
         let (l, c, p, m) = json(&text);
         assert_eq!((p.as_str(), m.as_str()), ("router.port", "invalid type: boolean `true`, expected u16"));
-        assert_eq!(text.lines().nth(l - 1).map(|t| &t[..c]), Some("    \"port\": true"));
+        // At the value, as in YAML (serde_json placed it after the value).
+        assert_eq!(text.lines().nth(l - 1).map(|t| &t[..c]), Some("    \"port\": t"));
         let (_, _, p, m) = json(&d.replacen("\"ib_device\"", "\"bogus\"", 1));
         assert_eq!(p, "decode.instances[0].nodes[0].bogus", "{m}");
         let (_, _, p, m) = json(&d.replacen("\"host\": \"a\",", "", 1));
@@ -1123,9 +702,13 @@ mod tests {
         ));
         assert_eq!((p.as_str(), m.as_str()), ("decode", "duplicate field `max_running_requests`"));
         let (_, _, p, m) = json(&d.replacen("\"attention\": \"gqa\"", "\"attention\": [\"gqa\"]", 1));
-        assert_eq!((p.as_str(), m.as_str()), ("model.geometry.attention", "expected value"));
+        assert_eq!(
+            (p.as_str(), m.as_str()),
+            ("model.geometry.attention", "invalid type: sequence, expected one of `mha`, `gqa`, `mla`")
+        );
+        // A struct is not read from a sequence of its fields, as in YAML.
         let (_, _, p, m) = json("{\"name\": \"x\", \"router\": [{\"port\": 1}]}");
-        assert_eq!((p.as_str(), m.as_str()), ("router[0]", "invalid type: map, expected a string"));
+        assert_eq!((p.as_str(), m.as_str()), ("router", "invalid type: sequence, expected struct Router"));
     }
 
     #[test]

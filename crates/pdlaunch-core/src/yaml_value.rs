@@ -1,11 +1,11 @@
-//! YAML as JSON values, over the position-keeping reader of [`crate::read::yaml`]: the types of
-//! plain scalars under YAML 1.2's core schema (read as serde_yaml 0.9 reads them, so a deployment
-//! means what it meant before), and a block-style writer whose output every YAML reader, 1.1 or
+//! YAML as JSON values, over the position-keeping reader of [`crate::read::yaml`] (plain scalars
+//! typed by YAML 1.2's core schema, [`crate::read::core_schema`]), and a block-style writer whose output every YAML reader, 1.1 or
 //! 1.2, reads back as the same value.
 
 use serde::Serialize;
 use serde_json::{Map, Number, Value};
 
+use crate::read::core_schema::{self, Plain};
 use crate::read::yaml::{self, Node, Scalar, Style, YamlError};
 
 /// Reads a YAML (or JSON) text of at most one document; no document is `null`.
@@ -21,7 +21,7 @@ pub(crate) const MULTIPLE_DOCUMENTS: &str =
 pub(crate) fn document(text: &str) -> Result<Option<Node<'_>>, YamlError> {
     let mut docs = yaml::parse(text)?;
     if docs.len() > 1 {
-        return Err(YamlError { offset: docs[1].start(), message: MULTIPLE_DOCUMENTS.into() });
+        return Err(YamlError::new(docs[1].start(), MULTIPLE_DOCUMENTS));
     }
     Ok(docs.pop())
 }
@@ -50,99 +50,17 @@ pub fn scalar_value(s: &Scalar) -> Value {
     }
 }
 
-/// The value of a plain scalar under YAML 1.2's core schema, as serde_yaml 0.9 types it: empty,
-/// `~` and `null` are null; `true`/`false` (three spellings each) booleans; decimal, `0x`, `0o`
-/// and `0b` integers (a leading zero followed by digits is a string); finite floats and `.inf`,
-/// `.nan` (which JSON cannot hold: null). Anything else is a string.
+/// The value of a plain scalar under YAML 1.2's core schema ([`core_schema::plain`]); `.inf`
+/// and `.nan`, which JSON cannot hold, are null.
 pub fn plain_value(s: &str) -> Value {
-    match s {
-        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
-        "true" | "True" | "TRUE" => return Value::Bool(true),
-        "false" | "False" | "FALSE" => return Value::Bool(false),
-        _ => {}
+    match core_schema::plain(s) {
+        Plain::Null | Plain::NonFinite => Value::Null,
+        Plain::Bool(b) => Value::Bool(b),
+        Plain::Unsigned(n) => Value::Number(n.into()),
+        Plain::Negative(n) => Value::Number(n.into()),
+        Plain::Float(f) => Number::from_f64(f).map_or(Value::Null, Value::Number),
+        Plain::Text => Value::String(s.to_owned()),
     }
-    if let Some(n) = unsigned(s, u64::from_str_radix) {
-        return Value::Number(n.into());
-    }
-    if let Some(n) = negative(s, i64::from_str_radix) {
-        return Value::Number(n.into());
-    }
-    // Integers beyond 64 bits: the nearest float, as JSON readers take them.
-    if let Some(n) = unsigned(s, u128::from_str_radix) {
-        return Number::from_f64(n as f64).map_or(Value::Null, Value::Number);
-    }
-    if let Some(n) = negative(s, i128::from_str_radix) {
-        return Number::from_f64(n as f64).map_or(Value::Null, Value::Number);
-    }
-    if !leading_zero_digits(s) {
-        if let Some(f) = float(s) {
-            return Number::from_f64(f).map_or(Value::Null, Value::Number);
-        }
-    }
-    Value::String(s.to_owned())
-}
-
-/// True when YAML reads the plain scalar `s` as infinity or not-a-number, which JSON (and so
-/// [`plain_value`]) cannot hold.
-pub fn plain_is_non_finite(s: &str) -> bool {
-    !leading_zero_digits(s) && float(s).is_some_and(|f| !f.is_finite())
-}
-
-type Radix<T> = fn(&str, u32) -> Result<T, std::num::ParseIntError>;
-
-const PREFIXES: [(&str, u32); 3] = [("0x", 16), ("0o", 8), ("0b", 2)];
-
-fn unsigned<T>(s: &str, parse: Radix<T>) -> Option<T> {
-    let u = s.strip_prefix('+').unwrap_or(s);
-    for (prefix, radix) in PREFIXES {
-        if let Some(rest) = u.strip_prefix(prefix) {
-            if rest.starts_with(['+', '-']) {
-                return None;
-            }
-            if let Ok(n) = parse(rest, radix) {
-                return Some(n);
-            }
-        }
-    }
-    if u.starts_with(['+', '-']) || leading_zero_digits(s) {
-        return None;
-    }
-    parse(u, 10).ok()
-}
-
-fn negative<T>(s: &str, parse: Radix<T>) -> Option<T> {
-    for (prefix, radix) in PREFIXES {
-        if let Some(rest) = s.strip_prefix('-').and_then(|r| r.strip_prefix(prefix)) {
-            if let Ok(n) = parse(&format!("-{rest}"), radix) {
-                return Some(n);
-            }
-        }
-    }
-    if leading_zero_digits(s) {
-        return None;
-    }
-    parse(s, 10).ok()
-}
-
-fn float(s: &str) -> Option<f64> {
-    let u = match s.strip_prefix('+') {
-        Some(u) if u.starts_with(['+', '-']) => return None,
-        Some(u) => u,
-        None => s,
-    };
-    match (u, s) {
-        (".inf" | ".Inf" | ".INF", _) => return Some(f64::INFINITY),
-        (_, "-.inf" | "-.Inf" | "-.INF") => return Some(f64::NEG_INFINITY),
-        (_, ".nan" | ".NaN" | ".NAN") => return Some(f64::NAN),
-        _ => {}
-    }
-    crate::float::parse(u).filter(|f| f.is_finite())
-}
-
-/// `0` followed by digits (with an optional sign): a string in YAML 1.2, not octal.
-fn leading_zero_digits(s: &str) -> bool {
-    let s = s.strip_prefix(['-', '+']).unwrap_or(s);
-    s.len() > 1 && s.starts_with('0') && s[1..].bytes().all(|b| b.is_ascii_digit())
 }
 
 /// Writes `value` as block-style YAML: keys in the order it serializes them, two-space indents,

@@ -10,6 +10,7 @@
 use std::borrow::Cow;
 use std::cell::Cell;
 
+use super::path::{self, Step};
 use super::source::SrcMap;
 use crate::fast_hash::FastMap;
 
@@ -126,6 +127,26 @@ pub struct YamlError {
     pub offset: usize,
     /// What is wrong.
     pub message: String,
+    /// The field path of the node being read there, outermost step first: the keys and items
+    /// of the collections open at the error, or, past the end of a node, the last of its
+    /// fields before the error.
+    pub path: Vec<Step>,
+}
+
+impl YamlError {
+    /// An error at `offset`, inside no collection.
+    pub fn new(offset: usize, message: impl Into<String>) -> YamlError {
+        YamlError { offset, message: message.into(), path: Vec::new() }
+    }
+}
+
+/// Puts `step` before the path of an error that arose inside the node it leads to (the error
+/// comes out through the enclosing collections innermost first).
+fn within<T>(r: R<T>, step: impl FnOnce() -> Step) -> R<T> {
+    r.map_err(|mut e| {
+        e.path.insert(0, step());
+        e
+    })
 }
 
 type R<T> = Result<T, YamlError>;
@@ -166,6 +187,7 @@ fn tab_indent(text: &str, e: YamlError) -> YamlError {
         Some(tab) => YamlError {
             offset: line_start + tab,
             message: "a tab character in the indentation; YAML indents with spaces only".into(),
+            ..e
         },
         None => e,
     }
@@ -225,7 +247,7 @@ impl<'a> Parser<'a> {
         self.s.get(self.pos + k).copied()
     }
     fn err<T>(&self, message: impl Into<String>) -> R<T> {
-        Err(YamlError { offset: self.pos.min(self.s.len()), message: message.into() })
+        Err(YamlError::new(self.pos.min(self.s.len()), message))
     }
     fn line_start(&self, pos: usize) -> usize {
         let pos = pos.min(self.s.len());
@@ -349,7 +371,9 @@ impl<'a> Parser<'a> {
             docs.push(node);
             self.skip_space();
             if self.pos < self.s.len() && !self.at_marker() {
-                return self.err("unexpected content after the end of a node (bad indentation?)");
+                let mut e = YamlError::new(self.pos, "unexpected content after the end of a node (bad indentation?)");
+                e.path = docs.last().map(|n| path::at(n, self.pos)).unwrap_or_default();
+                return Err(e);
             }
             if self.pos == before {
                 return self.err("cannot read this");
@@ -477,7 +501,8 @@ impl<'a> Parser<'a> {
             // On a `-` at column `col`.
             self.pos += 1;
             self.skip_blanks();
-            let item = self.node(col as isize, true)?;
+            let index = self.items.len() - mark;
+            let item = within(self.node(col as isize, true), || Step::Index(index))?;
             self.items.push(item);
             let save = self.pos;
             self.skip_space();
@@ -503,7 +528,7 @@ impl<'a> Parser<'a> {
         loop {
             // On the `:` after `key`.
             self.pos += 1;
-            let value = self.value(col)?;
+            let value = within(self.value(col), || Step::Key(key.text.to_string()))?;
             self.entries.push((key, value));
             let save = self.pos;
             self.skip_space();
@@ -865,7 +890,7 @@ impl<'a> Parser<'a> {
                         Some(b'L') => Some('\u{2028}'),
                         Some(b'P') => Some('\u{2029}'),
                         Some(b'x') => self.hex(2),
-                        Some(b'u') => self.hex(4),
+                        Some(b'u') => self.utf16(),
                         Some(b'U') => self.hex(8),
                         Some(b'\n') | Some(b'\r') => {
                             // Escaped line break: joined without a space.
@@ -896,6 +921,20 @@ impl<'a> Parser<'a> {
             }
         }
         Ok(Scalar { text: Cow::Owned(text), style: Style::Double, start, end: self.pos, map: SrcMap::Table(table) })
+    }
+
+    /// A `\u` escape's four digits, and a low surrogate's escape after a high one (JSON writes
+    /// characters beyond the first plane so).
+    fn utf16(&mut self) -> Option<char> {
+        let digits = self.t.get(self.pos..self.pos + 4)?;
+        let high = u32::from_str_radix(digits, 16).ok()?;
+        if !(0xD800..0xDC00).contains(&high) {
+            return self.hex(4);
+        }
+        let low = self.t.get(self.pos + 4..self.pos + 10)?.strip_prefix("\\u")?;
+        let low = u32::from_str_radix(low, 16).ok().filter(|l| (0xDC00..0xE000).contains(l))?;
+        self.pos += 10;
+        char::from_u32(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
     }
 
     fn hex(&mut self, n: usize) -> Option<char> {
@@ -1088,7 +1127,8 @@ impl<'a> Parser<'a> {
                 let start = self.pos;
                 let mut items = Vec::new();
                 self.flow_entries(b'[', b']', "flow sequence item", |p| {
-                    let item = p.flow(depth + 1)?;
+                    let index = items.len();
+                    let item = within(p.flow(depth + 1), || Step::Index(index))?;
                     p.skip_space();
                     let item = if p.at(0) == Some(b':') {
                         p.pos += 1;
@@ -1123,7 +1163,7 @@ impl<'a> Parser<'a> {
                     p.skip_space();
                     let value = if p.at(0) == Some(b':') {
                         p.pos += 1;
-                        p.flow(depth + 1)?
+                        within(p.flow(depth + 1), || Step::Key(key.text.to_string()))?
                     } else {
                         Node::Null(p.pos)
                     };
