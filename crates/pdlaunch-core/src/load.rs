@@ -711,6 +711,145 @@ mod tests {
         assert_eq!((p.as_str(), m.as_str()), ("router", "invalid type: sequence, expected struct Router"));
     }
 
+    /// The same text as JSON, written from what serde_yaml reads of it.
+    fn as_json(yaml: &str) -> String {
+        serde_json::to_string_pretty(&serde_yaml::from_str::<Value>(yaml).unwrap()).unwrap()
+    }
+
+    /// An error in an item of a list in an item of a list names its line, its column and the
+    /// indices on the way.
+    #[test]
+    fn errors_deep_in_nested_lists_name_line_column_and_path() {
+        let nested = "  instances:\n    - nodes:\n        - host: a\n    - nodes:\n        - host: b\n        - host: c\n          gpus: x\ndecode";
+        assert_error(
+            "  instances:\n    - nodes:\n        - host: a\ndecode",
+            nested,
+            (19, 17),
+            "prefill.instances[1].nodes[1].gpus",
+            "invalid type: string \"x\", expected u32",
+        );
+        assert_error(
+            "  instances:\n    - nodes:\n        - host: a\ndecode",
+            "  instances:\n    - nodes:\n        - host: a\n    - nodes:\n        - host: b\n        - hots: c\ndecode",
+            (18, 11),
+            "prefill.instances[1].nodes[1].hots",
+            "unknown field `hots`",
+        );
+    }
+
+    /// A YAML text and the JSON text of the same document fail at the same field.
+    #[test]
+    fn json_and_yaml_name_the_same_path() {
+        let edits = [
+            ("        - host: a\ndecode", "        - host: a\n        - host: b\n          port: x\ndecode"),
+            ("          ib_device: d\n", "          ib_device: d\n          bogus: 1\n"),
+            ("          ib_device: d\n", "          ib_device: d\n        - ib_device: e\n"),
+            ("    attention: gqa", "    attention: fp9"),
+            ("    attention: gqa", "    attention: [gqa]"),
+            ("  port: 8000", "  port: 80000"),
+            ("  port: 8000", "  port: \"8000\""),
+            ("  tp: 1\n  max", "  tp: 1\n  extra_args: [--x, [1]]\n  max"),
+            ("  tp: 1\n  max", "  tp: 1\n  env: {A: [1]}\n  max"),
+            ("router:\n  port: 8000\n", "router:\n  - port: 8000\n"),
+            ("prefill:\n  tp: 1", "prefill:\n  tp: 0"),
+        ];
+        for (from, to) in edits {
+            assert!(BASE.contains(from), "{from:?}");
+            let yaml = BASE.replacen(from, to, 1);
+            let y = parse_deployment(&yaml, "f.yaml", Syntax::Yaml).expect_err(&yaml);
+            let json = as_json(&yaml);
+            let j = parse_deployment(&json, "f.json", Syntax::Json).expect_err(&json);
+            assert_eq!((&y.path, &y.message), (&j.path, &j.message), "{to:?}");
+            assert!(y.path.is_some(), "{to:?}: {y}");
+            // Each is placed at a line of its own text that holds the field's key or value (or
+            // starts the collection that is the value).
+            let field = y.path.as_deref().unwrap().rsplit(['.', '[']).next().unwrap().trim_end_matches(']');
+            for (e, text) in [(&y, &yaml), (&j, &json)] {
+                let line = text.lines().nth(e.line.unwrap() - 1).unwrap();
+                let starts_collection = line.trim_start().starts_with(['-', '[', '{']);
+                assert!(line.contains(field) || starts_collection, "{to:?}: {e}\n{line}");
+            }
+        }
+    }
+
+    /// In a flow mapping (`{host: a, port: x}`), a wrong value is placed at itself.
+    #[test]
+    fn wrong_type_inside_a_flow_mapping_is_placed_at_the_value() {
+        assert_error(
+            "    - nodes:\n        - host: a\ndecode",
+            "    - nodes: [{host: a, gpus: x}]\ndecode",
+            (14, 31),
+            "prefill.instances[0].nodes[0].gpus",
+            "invalid type: string \"x\", expected u32",
+        );
+        assert_error(
+            "  tp: 1\n  max",
+            "  tp: 1\n  env: {A: b, B: {c: d}}\n  max",
+            (18, 18),
+            "decode.env.B",
+            "invalid type: map, expected a string",
+        );
+    }
+
+    /// A value that names no variant of an enum is placed at the value, with the variants.
+    #[test]
+    fn unknown_enum_variant_values_name_the_variants() {
+        assert_error(
+            "router:\n  port: 8000\n",
+            "router:\n  port: 8000\nshared:\n  kv_cache_dtype: fp9\n",
+            (26, 19),
+            "shared.kv_cache_dtype",
+            "unknown variant `fp9`, expected one of `auto`, `fp8_e5m2`, `fp8_e4m3`",
+        );
+        let e =
+            parse_deployment(&as_json(&BASE.replacen("attention: gqa", "attention: Gqa", 1)), "f.json", Syntax::Json)
+                .unwrap_err();
+        assert_eq!(e.path.as_deref(), Some("model.geometry.attention"));
+        assert!(e.message.starts_with("unknown variant `Gqa`, expected one of `mha`, `gqa`, `mla`"), "{e}");
+        assert!(e.hint.as_deref().is_some_and(|h| h.contains("one of the values")), "{e}");
+        // A number is a variant's name in YAML, not in JSON.
+        let json = as_json(BASE).replacen("\"gqa\"", "8", 1);
+        let e = parse_deployment(&json, "f.json", Syntax::Json).unwrap_err();
+        assert!(e.message.starts_with("invalid type: integer `8`, expected one of `mha`"), "{e}");
+    }
+
+    /// JSON is held to JSON, and read as serde_json reads it: escapes (surrogate pairs too),
+    /// duplicate keys, numbers beyond 64 bits, tabs, no text from numbers, no comments.
+    #[test]
+    fn json_reads_as_serde_json_reads_it() {
+        let json = as_json(BASE);
+        let read = |text: &str| parse_deployment(text, "f.json", Syntax::Json);
+        let theirs = |text: &str| serde_json::from_str::<Deployment>(text).unwrap();
+        let escaped = json.replacen("\"path\": \"m\"", "\"path\": \"m\\u00e9\\ud83d\\ude00\\/\\t\\\"\"", 1);
+        assert_eq!(read(&escaped).unwrap(), theirs(&escaped));
+        assert_eq!(read(&escaped).unwrap().model.path, "m\u{e9}\u{1f600}/\t\"");
+        let tabs = json.replace("  ", "\t");
+        assert_eq!(read(&tabs).unwrap(), theirs(&json));
+        let compact = serde_json::to_string(&serde_json::from_str::<Value>(&json).unwrap()).unwrap();
+        assert_eq!(read(&compact).unwrap(), theirs(&json));
+        let e = read(&json.replacen("\"port\": 8000", "\"port\": 18446744073709551616", 1)).unwrap_err();
+        assert_eq!(e.path.as_deref(), Some("router.port"));
+        assert!(e.message.starts_with("invalid type: floating point"), "{e}");
+        let e = read(&json.replacen("\"name\": \"x\"", "\"name\": 2024", 1)).unwrap_err();
+        assert_eq!(
+            (e.path.as_deref(), e.message.as_str()),
+            (Some("name"), "invalid type: integer `2024`, expected a string")
+        );
+        let e = read(&json.replacen("\"host\": \"a\"", "\"host\": null", 1)).unwrap_err();
+        assert_eq!(e.message, "invalid type: null, expected a string");
+        // What YAML reads and JSON does not is a JSON syntax error, placed at the field.
+        let e = read(&json.replacen("\"tp\": 1\n", "\"tp\": 1 # one\n", 1)).unwrap_err();
+        let tp_line = json.lines().position(|l| l.contains("\"tp\"")).unwrap() + 1;
+        assert_eq!((e.line, e.path.as_deref()), (Some(tp_line), Some("decode.tp")));
+        assert_eq!(e.message, "expected `,` or `}`");
+        let unquoted = json.replacen("\"name\": \"x\"", "name: x", 1);
+        let e = read(&unquoted).unwrap_err();
+        let name_line = unquoted.lines().position(|l| l.contains("name: x")).unwrap() + 1;
+        assert_eq!((e.line, e.message.as_str()), (Some(name_line), "key must be a string"));
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        assert_eq!(read(&deep).unwrap_err().message, "nested too deeply");
+    }
+
     #[test]
     fn locates_nested_paths() {
         let text = "name: x\nprefill:\n  tp: 2\n  instances:\n    - nodes:\n        - host: a\n    - port: 1\n      nodes:\n        - host: b\n        - host: c\ndecode:\n  tp: 4\n";
