@@ -850,6 +850,28 @@ mod tests {
         assert_eq!(read(&deep).unwrap_err().message, "nested too deeply");
     }
 
+    /// A JSON value reads as serde_json reads it, with the path of a refused field.
+    #[test]
+    fn from_value_reads_as_serde_json_reads_it() {
+        for e in crate::examples::EXAMPLES {
+            let v = to_value(&parse_deployment(e.yaml, e.name, Syntax::Yaml).unwrap());
+            assert_eq!(from_value::<Deployment>(&v).unwrap(), serde_json::from_value::<Deployment>(v).unwrap());
+        }
+        let mut v = to_value(&parse_deployment(BASE, "f", Syntax::Yaml).unwrap());
+        v["decode"]["instances"][0]["nodes"][0]["host"] = Value::Null;
+        let e = from_value::<Deployment>(&v).unwrap_err();
+        assert_eq!(e.to_string(), "field `decode.instances[0].nodes[0].host`: invalid type: null, expected a string");
+        v["decode"]["instances"][0]["nodes"][0]["host"] = serde_json::json!(7);
+        assert!(from_value::<Deployment>(&v).unwrap_err().message.starts_with("invalid type: integer `7`"));
+        v["decode"]["instances"][0]["nodes"][0]["host"] = serde_json::json!("a");
+        v["decode"]["mem_fraction_static"] = serde_json::json!(0.5);
+        v["decode"]["chunked_prefill_size"] = serde_json::json!(-1);
+        v["model"]["served_name"] = serde_json::json!("null");
+        let d = from_value::<Deployment>(&v).unwrap();
+        assert_eq!((d.decode.mem_fraction_static, d.decode.chunked_prefill_size), (Some(0.5), Some(-1)));
+        assert_eq!(d.model.served_name.as_deref(), Some("null"));
+    }
+
     #[test]
     fn locates_nested_paths() {
         let text = "name: x\nprefill:\n  tp: 2\n  instances:\n    - nodes:\n        - host: a\n    - port: 1\n      nodes:\n        - host: b\n        - host: c\ndecode:\n  tp: 4\n";
@@ -857,6 +879,11 @@ mod tests {
         assert_eq!(locate(text, "decode.tp"), Some((12, 3)));
         assert_eq!(locate(text, "prefill.instances[1].nodes[1].host"), Some((10, 11)));
         assert_eq!(locate(text, "prefill.instances[1].port"), Some((7, 7)));
+        assert_eq!(locate(text, "prefill.instances[1]"), Some((7, 5)), "a block item at its `-`");
+        let flow = "name: x\ndecode:\n  extra_args: [--a, \"--b\"]\n";
+        assert_eq!(locate(flow, "decode.extra_args[1]"), Some((3, 21)), "a flow item at itself");
+        let json = "{\n  \"decode\": {\"tp\": 4,\n    \"env\": {\"A\": \"1\"}}}\n";
+        assert_eq!(locate(json, "decode.env.A"), Some((3, 13)));
         assert_eq!(locate(text, "prefill.nothing"), None);
     }
 }

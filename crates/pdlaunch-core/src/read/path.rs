@@ -111,3 +111,43 @@ pub fn at(root: &Node, offset: usize) -> Vec<Step> {
     }
     steps
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::read::yaml;
+
+    #[test]
+    fn paths_print_and_parse_back() {
+        let steps = vec![Step::Key("a".into()), Step::Index(2), Step::Index(0), Step::Key("b".into())];
+        assert_eq!(render(&steps), "a[2][0].b");
+        assert_eq!(parse("a[2][0].b"), steps);
+        assert_eq!(render(&[Step::Index(1)]), "[1]");
+        assert_eq!(parse(""), vec![]);
+    }
+
+    /// A key is found at itself, a block item at its `-`, a flow item at itself.
+    #[test]
+    fn find_places_keys_and_items() {
+        let text = "a:\n  - x\n  -   b: 1\n      c: [p, q]\n";
+        let doc = yaml::parse(text).unwrap().remove(0);
+        let at = |p: &str| find(&doc, text, &parse(p));
+        assert_eq!(at("a"), Some(0));
+        assert_eq!(at("a[1]"), text.find("-   b"));
+        assert_eq!(at("a[1].c"), text.find("c:"));
+        assert_eq!(at("a[1].c[1]"), text.find('q'));
+        assert_eq!(at("a[2]"), None);
+        assert_eq!(at("a.b"), None);
+    }
+
+    #[test]
+    fn at_names_the_last_node_before_a_place() {
+        let text = "a:\n  - x\n  - b: 1\n    c: 2\nd: 3\n";
+        let doc = yaml::parse(text).unwrap().remove(0);
+        assert_eq!(render(&at(&doc, text.find("c:").unwrap() + 1)), "a[1].c");
+        assert_eq!(render(&at(&doc, text.find("b:").unwrap())), "a[0]", "the item starts at its key");
+        assert_eq!(render(&at(&doc, text.find("b:").unwrap() + 1)), "a[1].b");
+        assert_eq!(render(&at(&doc, text.len())), "d");
+        assert_eq!(render(&at(&doc, 0)), "");
+    }
+}

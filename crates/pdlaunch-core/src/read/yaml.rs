@@ -1319,6 +1319,27 @@ mod tests {
         assert!(parse(&deep).is_err());
     }
 
+    /// An error names the field being read: the keys and items of the collections open at
+    /// it, or, past the end of a node, its last field before the error.
+    #[test]
+    fn errors_name_the_path_being_read() {
+        let path = |text: &str| path::render(&parse(text).unwrap_err().path);
+        assert_eq!(path("a:\n  b: \"x\n"), "a.b");
+        assert_eq!(path("a:\n  - x\n  - c: [1, {d: \"y}]\n"), "a[1].c[1].d");
+        assert_eq!(path("a:\n  b: 1\n  c: 2\n d: 3\n"), "a.c");
+        assert_eq!(path("a:\n  b: 1\n\tc: 2\n"), "a.b");
+        assert_eq!(path("[a, b"), "");
+    }
+
+    /// JSON's escapes of characters beyond the first plane, in two halves, make one character.
+    #[test]
+    fn surrogate_pairs_are_one_character() {
+        assert_eq!(one("\"\\ud83d\\ude00 \\u00e9\"").str(), Some("\u{1f600} \u{e9}"));
+        for bad in ["\"\\ud83d\"", "\"\\ud83d\\u0041\"", "\"\\ude00\""] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+
     #[test]
     fn a_tab_in_the_indentation_is_named() {
         let text = "a: 1\n\tb: 2\n";
