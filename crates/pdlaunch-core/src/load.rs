@@ -816,6 +816,7 @@ mod tests {
     /// JSON is held to JSON, and read as serde_json reads it: escapes (surrogate pairs too),
     /// duplicate keys, numbers beyond 64 bits, tabs, no text from numbers, no comments.
     #[test]
+    #[allow(clippy::result_large_err)] // as parse_deployment itself
     fn json_reads_as_serde_json_reads_it() {
         let json = as_json(BASE);
         let read = |text: &str| parse_deployment(text, "f.json", Syntax::Json);
