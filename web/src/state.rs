@@ -91,7 +91,7 @@ pub fn output_text(d: &Deployment, tab: OutputTab) -> Result<String, String> {
         OutputTab::Kubernetes => Format::Kubernetes,
         OutputTab::Yaml => return yaml_value::to_string(d),
     };
-    Ok(bundle(&render(d, format)?))
+    render(d, format).map(|files| bundle(&files)).map_err(|e| e.message)
 }
 
 /// A finding with what the view needs beside it.

@@ -399,7 +399,7 @@ fn kubernetes_manifests_are_a_fixed_point() {
             let linted = lint(&[Input::new("k8s.yaml", file.contents.as_str())], &Options::default());
             prop_assert_eq!(linted.groups.len(), 1);
             let back = reconstruct::deployment(&linted, 0).map_err(TestCaseError::fail)?.deployment;
-            let again = crate::render::render_kubernetes(&back).map_err(TestCaseError::fail)?;
+            let again = crate::render::render_kubernetes(&back).map_err(|e| TestCaseError::fail(e.message))?;
             // The first line that differs, and the two sections, say more than the whole texts.
             let first = again.contents.lines().zip(file.contents.lines()).position(|(a, b)| a != b);
             prop_assert!(

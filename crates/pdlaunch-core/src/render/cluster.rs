@@ -2,6 +2,7 @@
 //! written as `kubectl taint` writes them, and Secret references. The renderer writes what this
 //! reads; the linter writes manifests' pod settings back in the same words.
 
+use super::RenderError;
 use crate::deployment::{Kubernetes, Role};
 
 /// Where the server pods' Hugging Face cache is mounted (the images run as root and set no
@@ -109,13 +110,16 @@ impl std::fmt::Display for Toleration {
 }
 
 /// Checks the section; the error names the field and says what it must be.
-pub fn cluster(k: &Kubernetes) -> Result<Cluster, String> {
+pub fn cluster(k: &Kubernetes) -> Result<Cluster, RenderError> {
     let mut out = Cluster::default();
     if let Some(ns) = &k.namespace {
         if !is_label(ns) {
-            return Err(format!(
-                "`kubernetes.namespace` ({ns:?}) is not a namespace name: at most 63 lowercase letters, digits \
+            return Err(RenderError::at(
+                "kubernetes.namespace",
+                format_args!(
+                    "({ns:?}) is not a namespace name: at most 63 lowercase letters, digits \
                  and `-`, starting and ending with a letter or digit"
+                ),
             ));
         }
         out.namespace = Some(ns.clone());
@@ -145,58 +149,77 @@ pub fn cluster(k: &Kubernetes) -> Result<Cluster, String> {
         } else if is_subdomain(cache) {
             Volume::Claim(cache.clone())
         } else {
-            return Err(format!(
-                "`kubernetes.model_cache` ({cache:?}) is neither an absolute path on the node nor a \
+            return Err(RenderError::at(
+                "kubernetes.model_cache",
+                format_args!(
+                    "({cache:?}) is neither an absolute path on the node nor a \
                  PersistentVolumeClaim's name (lowercase letters, digits, `-` and `.`)"
+                ),
             ));
         });
     }
     if k.router_replicas == 0 {
-        return Err(
-            "`kubernetes.router_replicas` is 0: the router's Service would reach no router; use 1 or more".into()
-        );
+        return Err(RenderError::at(
+            "kubernetes.router_replicas",
+            format_args!("is 0: the router's Service would reach no router; use 1 or more"),
+        ));
     }
     out.router_replicas = k.router_replicas;
     if let Some(key) = &k.exclusive_topology {
         if !is_label_key(key) {
-            return Err(format!(
-                "`kubernetes.exclusive_topology` ({key:?}) is not a node label key: an optional DNS prefix and `/`, \
+            return Err(RenderError::at(
+                "kubernetes.exclusive_topology",
+                format_args!(
+                    "({key:?}) is not a node label key: an optional DNS prefix and `/`, \
                  then at most 63 letters, digits, `-`, `_` and `.`, starting and ending with a letter or digit"
+                ),
             ));
         }
         out.exclusive_topology = Some(key.clone());
     }
     for (key, value) in &k.labels {
         if is_reserved(key) {
-            return Err(format!(
-                "`kubernetes.labels.{key}` is a label pdlaunch or LeaderWorkerSet writes itself (the router and the \
+            return Err(RenderError::at(
+                format!("kubernetes.labels.{key}"),
+                format_args!(
+                    "is a label pdlaunch or LeaderWorkerSet writes itself (the router and the \
                  linter read them); choose another key"
+                ),
             ));
         }
         if !is_label_key(key) || !is_label_value(value) {
-            return Err(format!(
-                "`kubernetes.labels.{key}` ({value:?}) is not a Kubernetes label: a key of an optional DNS prefix and \
+            return Err(RenderError::at(
+                format!("kubernetes.labels.{key}"),
+                format_args!(
+                    "({value:?}) is not a Kubernetes label: a key of an optional DNS prefix and \
                  `/` then at most 63 letters, digits, `-`, `_` and `.`, and a value of at most 63 of them, each \
                  starting and ending with a letter or digit"
+                ),
             ));
         }
         out.labels.push((key.clone(), value.clone()));
     }
     for (key, value) in &k.pod_annotations {
         if is_reserved(key) || !is_label_key(key) {
-            return Err(format!(
-                "`kubernetes.pod_annotations` key {key:?} is not one to set here: an annotation key is an optional \
+            return Err(RenderError::at(
+                "kubernetes.pod_annotations",
+                format_args!(
+                    "key {key:?} is not one to set here: an annotation key is an optional \
                  DNS prefix and `/`, then at most 63 letters, digits, `-`, `_` and `.`, and the `app.kubernetes.io/`, \
                  `leaderworkerset.sigs.k8s.io/` and `sglang.ai/` ones are written by pdlaunch or LeaderWorkerSet"
+                ),
             ));
         }
         out.pod_annotations.push((key.clone(), value.clone()));
     }
     for (i, s) in k.image_pull_secrets.iter().enumerate() {
         if !is_subdomain(s) {
-            return Err(format!(
-                "`kubernetes.image_pull_secrets[{i}]` ({s:?}) is not a Secret's name: lowercase letters, digits, \
+            return Err(RenderError::at(
+                format!("kubernetes.image_pull_secrets[{i}]"),
+                format_args!(
+                    "({s:?}) is not a Secret's name: lowercase letters, digits, \
                  `-` and `.`, starting and ending with a letter or digit"
+                ),
             ));
         }
         out.image_pull_secrets.push(s.clone());
@@ -205,17 +228,21 @@ pub fn cluster(k: &Kubernetes) -> Result<Cluster, String> {
 }
 
 /// One `secret_env` entry, `var: <secret>/<key>`, checked: the Secret and the key.
-pub fn secret_ref<'a>(var: &str, from: &'a str) -> Result<(&'a str, &'a str), String> {
+pub fn secret_ref<'a>(var: &str, from: &'a str) -> Result<(&'a str, &'a str), RenderError> {
     if !is_variable(var) {
-        return Err(format!(
-            "`kubernetes.secret_env` names the variable {var:?}: use letters, digits and `_`, not starting with a digit"
+        return Err(RenderError::at(
+            "kubernetes.secret_env",
+            format_args!("names the variable {var:?}: use letters, digits and `_`, not starting with a digit"),
         ));
     }
     match from.split_once('/') {
         Some((secret, key)) if is_subdomain(secret) && is_secret_key(key) => Ok((secret, key)),
-        _ => Err(format!(
-            "`kubernetes.secret_env.{var}` ({from:?}) is not `<secret>/<key>`: a Secret's name (lowercase letters, \
+        _ => Err(RenderError::at(
+            format!("kubernetes.secret_env.{var}"),
+            format_args!(
+                "({from:?}) is not `<secret>/<key>`: a Secret's name (lowercase letters, \
              digits, `-` and `.`) and one of its keys (letters, digits, `-`, `_` and `.`)"
+            ),
         )),
     }
 }
@@ -225,29 +252,38 @@ fn placement(
     side: &str,
     selector: &std::collections::BTreeMap<String, String>,
     tolerations: &[String],
-) -> Result<Placement, String> {
+) -> Result<Placement, RenderError> {
     let mut out = Placement::default();
     for (key, value) in selector {
         if !is_label_key(key) {
-            return Err(format!(
-                "`kubernetes.{side}node_selector` key {key:?} is not a Kubernetes label key: an optional DNS prefix \
+            return Err(RenderError::at(
+                format!("kubernetes.{side}node_selector"),
+                format_args!(
+                "key {key:?} is not a Kubernetes label key: an optional DNS prefix \
                  and `/`, then at most 63 letters, digits, `-`, `_` and `.`, starting and ending with a letter or digit"
+            ),
             ));
         }
         if !is_label_value(value) {
-            return Err(format!(
-                "`kubernetes.{side}node_selector.{key}` ({value:?}) is not a Kubernetes label value: at most 63 \
+            return Err(RenderError::at(
+                format!("kubernetes.{side}node_selector.{key}"),
+                format_args!(
+                    "({value:?}) is not a Kubernetes label value: at most 63 \
                  letters, digits, `-`, `_` and `.`, starting and ending with a letter or digit"
+                ),
             ));
         }
         out.node_selector.push((key.clone(), value.clone()));
     }
     for (i, t) in tolerations.iter().enumerate() {
         out.tolerations.push(Toleration::parse(t).ok_or_else(|| {
-            format!(
-                "`kubernetes.{side}tolerations[{i}]` ({t:?}) is not a taint: write `key=value:Effect`, `key:Effect` \
+            RenderError::at(
+                format!("kubernetes.{side}tolerations[{i}]"),
+                format_args!(
+                    "({t:?}) is not a taint: write `key=value:Effect`, `key:Effect` \
                  or `key`, with a label key and the effect {}",
-                EFFECTS.join(", ")
+                    EFFECTS.join(", ")
+                ),
             )
         })?);
     }
@@ -348,7 +384,9 @@ mod tests {
             let mut k = Kubernetes::default();
             f(&mut k);
             let err = cluster(&k).unwrap_err();
-            assert!(err.starts_with(&format!("`kubernetes.{field}")), "{err}");
+            assert!(err.message.starts_with(&format!("`kubernetes.{field}")), "{err}");
+            // The field the refusal carries is the one its message names first.
+            assert_eq!(err.field.as_deref(), err.message[1..].split('`').next(), "{err}");
         };
         bad(|k| k.namespace = Some("LLM".into()), "namespace");
         bad(|k| drop(k.node_selector.insert("a b".into(), "x".into())), "node_selector` key");

@@ -19,7 +19,7 @@
 //! into entries, one per server pod whose labels they match.
 
 use super::cluster::{cluster, is_label, Cluster, Volume, MODEL_CACHE_MOUNT};
-use super::{header, RenderedFile};
+use super::{header, RenderError, RenderedFile};
 use crate::deployment::{Deployment, Role};
 use crate::flags::{self, Flag};
 use crate::plan::{plan, Plan, ServerProcess};
@@ -74,22 +74,22 @@ enum Differs {
     /// Two instances of one side start differently: one set per instance then.
     Instances(Role),
     /// Two nodes of one instance start differently: no LeaderWorkerSet can start them.
-    Nodes(String),
+    Nodes(RenderError),
 }
 
 /// Renders the deployment as one multi-document YAML file (`<name>.kubernetes.yaml`).
-pub fn render_kubernetes(d: &Deployment) -> Result<RenderedFile, String> {
+pub fn render_kubernetes(d: &Deployment) -> Result<RenderedFile, RenderError> {
     Ok(manifest(d, &layout(d)?))
 }
 
 /// Why the deployment cannot run as Kubernetes manifests, if it cannot (the manifests are not
 /// written).
-pub(crate) fn refusal(d: &Deployment) -> Option<String> {
+pub(crate) fn refusal(d: &Deployment) -> Option<RenderError> {
     layout(d).err()
 }
 
 /// One LeaderWorkerSet per side, or per instance of a side whose instances start differently.
-fn layout(d: &Deployment) -> Result<Layout, String> {
+fn layout(d: &Deployment) -> Result<Layout, RenderError> {
     check_name(&d.name)?;
     let cluster = cluster(&d.kubernetes)?;
     let port = discovery_port(d)?;
@@ -111,36 +111,46 @@ fn layout(d: &Deployment) -> Result<Layout, String> {
 }
 
 /// The deployment name names every object: it must be a DNS label.
-fn check_name(name: &str) -> Result<(), String> {
+fn check_name(name: &str) -> Result<(), RenderError> {
     if is_label(name) && name.as_bytes()[0].is_ascii_lowercase() {
         Ok(())
     } else {
-        Err(format!(
-            "`name` ({name:?}) names the Kubernetes objects and pods, so it must be a DNS label: lowercase \
+        Err(RenderError::at(
+            "name",
+            format_args!(
+                "({name:?}) names the Kubernetes objects and pods, so it must be a DNS label: lowercase \
              letters, digits and `-`, starting with a letter and ending with a letter or digit; rename the deployment"
+            ),
         ))
     }
 }
 
 /// The one port every server listens on when the router discovers them (the router reaches
 /// every pod at `--service-discovery-port`); `None` without discovery.
-fn discovery_port(d: &Deployment) -> Result<Option<u16>, String> {
+fn discovery_port(d: &Deployment) -> Result<Option<u16>, RenderError> {
     if !d.kubernetes.service_discovery {
         return Ok(None);
     }
     if d.kubernetes.namespace.is_none() {
-        return Err("`kubernetes.service_discovery` needs `kubernetes.namespace`: the router watches the pods of one \
-                    namespace, and its RoleBinding must name it; set the namespace the manifests go to"
-            .into());
+        return Err(RenderError::at(
+            "kubernetes.service_discovery",
+            format_args!(
+                "needs `kubernetes.namespace`: the router watches the pods of one namespace, and its RoleBinding \
+                 must name it; set the namespace the manifests go to"
+            ),
+        ));
     }
     let port = d.prefill.instances.first().and_then(|i| i.port).unwrap_or(crate::plan::default_port(Role::Prefill));
     for role in Role::BOTH {
         for (i, inst) in d.side(role).instances.iter().enumerate() {
             if let Some(own) = inst.port.filter(|p| *p != port) {
-                return Err(format!(
-                    "`{role}.instances[{i}].port` is {own}, but with `kubernetes.service_discovery` the router reaches \
+                return Err(RenderError::at(
+                    format!("{role}.instances[{i}].port"),
+                    format_args!(
+                        "is {own}, but with `kubernetes.service_discovery` the router reaches \
                      every server at one port (`--service-discovery-port`), here {port}; give every instance that \
                      port, or none"
+                    ),
                 ));
             }
         }
@@ -150,13 +160,16 @@ fn discovery_port(d: &Deployment) -> Result<Option<u16>, String> {
 
 /// A variable read from a Secret must not also have a plain value: Kubernetes would keep the one
 /// written last, silently.
-fn check_secret_env(plan: &Plan, cluster: &Cluster) -> Result<(), String> {
+fn check_secret_env(plan: &Plan, cluster: &Cluster) -> Result<(), RenderError> {
     for (var, ..) in &cluster.secret_env {
         if let Some(p) = plan.servers.iter().find(|p| p.env.contains_key(var)) {
-            return Err(format!(
-                "`kubernetes.secret_env.{var}` reads a Secret, but the {} servers also set `{var}` in `env`; \
+            return Err(RenderError::at(
+                format!("kubernetes.secret_env.{var}"),
+                format_args!(
+                    "reads a Secret, but the {} servers also set `{var}` in `env`; \
                  keep one of the two",
-                p.role
+                    p.role
+                ),
             ));
         }
     }
@@ -188,15 +201,18 @@ fn pod_name(set: &str, g: usize, k: usize) -> String {
 /// A LeaderWorkerSet makes a StatefulSet per group, `<set>-<group>`, whose pods Kubernetes
 /// labels with its name and an 11-character revision hash in at most 63 characters (its pods,
 /// `<set>-<group>-<k>`, are then short enough too).
-fn check_pod_names(d: &Deployment, sets: &[Set]) -> Result<(), String> {
+fn check_pod_names(d: &Deployment, sets: &[Set]) -> Result<(), RenderError> {
     for set in sets {
         let longest = format!("{}-{}", set.name, set.instances.len() - 1);
         if longest.len() > MAX_STATEFUL_SET {
-            return Err(format!(
-                "`name` ({:?}) gives StatefulSet names up to {} characters (`{longest}`), over the \
+            return Err(RenderError::at(
+                "name",
+                format_args!(
+                    "({:?}) gives StatefulSet names up to {} characters (`{longest}`), over the \
                  {MAX_STATEFUL_SET} Kubernetes allows; shorten the deployment's name",
-                d.name,
-                longest.len()
+                    d.name,
+                    longest.len()
+                ),
             ));
         }
     }
@@ -268,12 +284,14 @@ fn templates(plan: &Plan, sets: &[Set]) -> Result<Vec<Template>, Differs> {
             for &k in &nodes[1..] {
                 let p = &plan.servers[k];
                 if let Some(why) = difference(plan, &leader, p, &pod_argv(plan, p)) {
-                    return Err(Differs::Nodes(format!(
-                        "`{role}.instances[{i}].nodes[{n}]` would start unlike its leader (`nodes[0]`): {why}. \
-                         The pods of one LeaderWorkerSet group share a template: give every node of an instance \
-                         the same `gpus` and `ib_device`, or render the `shell` format",
-                        role = set.role,
-                        n = p.node
+                    let (role, n) = (set.role, p.node);
+                    return Err(Differs::Nodes(RenderError::at(
+                        format!("{role}.instances[{i}].nodes[{n}]"),
+                        format_args!(
+                            "would start unlike its leader (`nodes[0]`): {why}. The pods of one LeaderWorkerSet \
+                             group share a template: give every node of an instance the same `gpus` and \
+                             `ib_device`, or render the `shell` format"
+                        ),
                     )));
                 }
             }
@@ -416,14 +434,17 @@ pub(crate) fn default_image(release: crate::release::Release) -> String {
 }
 
 /// The server image, or why there is none.
-fn image(d: &Deployment) -> Result<String, String> {
+fn image(d: &Deployment) -> Result<String, RenderError> {
     if let Some(image) = &d.launcher.image {
         return Ok(image.clone());
     }
     match Role::BOTH.into_iter().find(|&r| d.side(r).gpu.is_some_and(|g| g.is_hip())) {
-        Some(role) => Err(format!(
-            "`{role}.gpu` is an AMD GPU, and SGLang's ROCm images are tagged by GPU family; set `launcher.image` \
+        Some(role) => Err(RenderError::at(
+            format!("{role}.gpu"),
+            format_args!(
+                "is an AMD GPU, and SGLang's ROCm images are tagged by GPU family; set `launcher.image` \
              to the image the pods run"
+            ),
         )),
         None => Ok(default_image(d.sglang_version)),
     }
@@ -901,12 +922,13 @@ mod tests {
         let mut d = example("deepseek-v3-dp-deepep").unwrap();
         d.decode.instances[0].nodes[1].ib_device = Some("mlx5_9".into());
         let err = render_kubernetes(&d).unwrap_err();
-        assert!(err.contains("`decode.instances[0].nodes[1]`") && err.contains("mlx5_9"), "{err}");
+        assert!(err.message.contains("`decode.instances[0].nodes[1]`") && err.message.contains("mlx5_9"), "{err}");
+        assert_eq!(err.field.as_deref(), Some("decode.instances[0].nodes[1]"));
         let mut d = example("deepseek-v3-dp-deepep").unwrap();
         d.prefill.instances[0].nodes[1].gpus = Some(4);
         d.prefill.instances[0].nodes[0].gpus = Some(12);
         let err = render_kubernetes(&d).unwrap_err();
-        assert!(err.contains("4 GPUs against 12"), "{err}");
+        assert!(err.message.contains("4 GPUs against 12"), "{err}");
     }
 
     const GPU_LABEL: &str = "nvidia.com/gpu.product";
@@ -1048,11 +1070,14 @@ mod tests {
         let mut d = discovering("qwen3-2p1d-nixl");
         d.kubernetes.namespace = None;
         let err = render_kubernetes(&d).unwrap_err();
-        assert!(err.starts_with("`kubernetes.service_discovery` needs `kubernetes.namespace`"), "{err}");
+        assert!(err.message.starts_with("`kubernetes.service_discovery` needs `kubernetes.namespace`"), "{err}");
         let mut d = discovering("qwen3-2p1d-nixl");
         d.decode.instances[0].port = Some(31000);
         let err = render_kubernetes(&d).unwrap_err();
-        assert!(err.starts_with("`decode.instances[0].port` is 31000") && err.contains("here 30000"), "{err}");
+        assert!(
+            err.message.starts_with("`decode.instances[0].port` is 31000") && err.message.contains("here 30000"),
+            "{err}"
+        );
         d.decode.instances[0].port = Some(30000);
         assert!(render_kubernetes(&d).is_ok());
     }
@@ -1062,10 +1087,14 @@ mod tests {
         let mut d = in_cluster();
         d.decode.env.insert("HF_TOKEN".into(), "hf_abc".into());
         let err = render_kubernetes(&d).unwrap_err();
-        assert!(err.starts_with("`kubernetes.secret_env.HF_TOKEN`") && err.contains("decode servers"), "{err}");
+        assert!(
+            err.message.starts_with("`kubernetes.secret_env.HF_TOKEN`") && err.message.contains("decode servers"),
+            "{err}"
+        );
         d.kubernetes.tolerations.push("gpu:Sometimes".into());
         let err = render_kubernetes(&d).unwrap_err();
-        assert!(err.starts_with("`kubernetes.tolerations[3]`"), "{err}");
+        assert!(err.message.starts_with("`kubernetes.tolerations[3]`"), "{err}");
+        assert_eq!(err.field.as_deref(), Some("kubernetes.tolerations[3]"));
     }
 
     #[test]
@@ -1074,11 +1103,14 @@ mod tests {
         for bad in ["Llama", "llama_1", "-llama", "llama-", "", "llama.1p1d"] {
             d.name = bad.into();
             let err = render_kubernetes(&d).unwrap_err();
-            assert!(err.starts_with("`name`") && err.contains("DNS label"), "{bad}: {err}");
+            assert!(err.message.starts_with("`name`") && err.message.contains("DNS label"), "{bad}: {err}");
         }
         d.name = "a".repeat(43);
         let err = render_kubernetes(&d).unwrap_err();
-        assert!(err.contains("StatefulSet names up to 53 characters") && err.contains("over the 52"), "{err}");
+        assert!(
+            err.message.contains("StatefulSet names up to 53 characters") && err.message.contains("over the 52"),
+            "{err}"
+        );
         d.name = "a".repeat(42);
         assert!(render_kubernetes(&d).is_ok());
     }
@@ -1091,7 +1123,7 @@ mod tests {
         assert!(text.contains("nvidia.com/gpu: 1\n"));
         d.decode.gpu = Some(crate::deployment::Gpu::Mi300x);
         let err = render_kubernetes(&d).unwrap_err();
-        assert!(err.contains("`decode.gpu`") && err.contains("`launcher.image`"), "{err}");
+        assert!(err.message.contains("`decode.gpu`") && err.message.contains("`launcher.image`"), "{err}");
         d.launcher.image = Some("registry.local/sglang:rocm".into());
         d.model.path = "/models/llama".into();
         let docs = documents(&rendered(&d));

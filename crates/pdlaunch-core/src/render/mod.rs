@@ -73,16 +73,40 @@ impl Format {
     }
 }
 
-/// The deployment field a reason [`render`] gives is about: reasons name it first, quoted
-/// (`` `kubernetes.tolerations[0]` (…) is not … ``).
-pub fn refused_field(why: &str) -> Option<&str> {
-    why.strip_prefix('`').and_then(|r| r.split_once('`')).map(|(field, _)| field)
+/// Why a format cannot render a deployment. A refusal that one field causes carries that field's
+/// path, so that `check` (PD050), the CLI and the app place it beside the field without reading
+/// the sentence; the message names the field first all the same, for whoever reads only the text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RenderError {
+    /// The deployment field to change, as [`crate::plan::Origin::Field`] writes paths
+    /// (`kubernetes.tolerations[0]`); `None` when no one field is to blame.
+    pub field: Option<String>,
+    /// What is wrong and what to do, the field (when there is one) quoted first.
+    pub message: String,
+}
+
+impl RenderError {
+    /// A refusal of `field`: the message is the field, quoted, then `rest`.
+    pub(crate) fn at(field: impl Into<String>, rest: std::fmt::Arguments) -> RenderError {
+        let field = field.into();
+        RenderError { message: format!("`{field}` {rest}"), field: Some(field) }
+    }
+    /// A refusal no one field causes.
+    fn general(message: String) -> RenderError {
+        RenderError { field: None, message }
+    }
+}
+
+impl std::fmt::Display for RenderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
 }
 
 /// Renders a deployment in a format, or says why the format cannot render it.
-pub fn render(d: &Deployment, format: Format) -> Result<Vec<RenderedFile>, String> {
+pub fn render(d: &Deployment, format: Format) -> Result<Vec<RenderedFile>, RenderError> {
     if let Some(reason) = format.unsupported_reason(d.sglang_version) {
-        return Err(reason);
+        return Err(RenderError::general(reason));
     }
     Ok(match format {
         Format::Shell => render_shell(&plan(d)),

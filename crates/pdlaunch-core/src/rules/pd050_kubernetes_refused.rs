@@ -27,9 +27,8 @@ pub static RULE: Rule = Rule {
 fn check(ctx: &Context) -> Vec<Finding> {
     let Some(d) = ctx.deployment.filter(|d| !d.kubernetes.is_empty()) else { return Vec::new() };
     let Some(why) = crate::render::kubernetes_refusal(d) else { return Vec::new() };
-    let field = crate::render::refused_field(&why).map(str::to_owned);
-    let finding = Finding::new(&RULE, why, RULE.fix);
-    vec![match field {
+    let finding = Finding::new(&RULE, why.message, RULE.fix);
+    vec![match why.field {
         Some(path) => finding.at_origin("kubernetes", None, Origin::Field { path }),
         None => finding,
     }]

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use pdlaunch_core::render::{bundle, render, Format, RenderedFile};
+use pdlaunch_core::render::{bundle, render, Format, RenderError, RenderedFile};
 use pdlaunch_core::rules::{check, Severity};
 
 use crate::input::{load, Loaded};
@@ -52,14 +52,13 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
     Ok(if errors > 0 { crate::EXIT_FINDINGS } else { 0 })
 }
 
-/// A reason the format cannot render the deployment, which names a field first
-/// (`` `kubernetes.namespace` (…) is not … ``), with the field's place in the file.
-fn located(loaded: &Loaded, why: String) -> String {
-    let origin = pdlaunch_core::render::refused_field(&why)
-        .map(|path| pdlaunch_core::plan::Origin::Field { path: path.to_owned() });
+/// A reason the format cannot render the deployment, with the place in the file of the field it
+/// names, when it names one.
+fn located(loaded: &Loaded, why: RenderError) -> String {
+    let origin = why.field.map(|path| pdlaunch_core::plan::Origin::Field { path });
     match origin.and_then(|o| super::check::place(loaded, &o)) {
-        Some(at) => format!("{at}: {why}"),
-        None => why,
+        Some(at) => format!("{at}: {}", why.message),
+        None => why.message,
     }
 }
 
