@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints the release masks, aliases and defaults of the flags in crates/pdlaunch-core/src/flags.rs
+"""Prints the release sets (as the `releases:` expression of a table entry), aliases and defaults of the flags in crates/pdlaunch-core/src/flags.rs
 from the embedded argparse specs. A maintenance aid: the flag table is written by hand, and the
 `flag_table_agrees_with_specs` test fails when it disagrees with the specs."""
 import json, sys, pathlib
@@ -12,7 +12,25 @@ def load(kind, v):
 kind = sys.argv[1] if len(sys.argv) > 1 else "server"
 vers = server if kind == "server" else router
 specs = [load(kind, v) for v in vers]
+def ident(v):
+    return "V" + "_".join(v.split(".post")[0].split("."))
+def releases(present):
+    idx = [i for i, p in enumerate(present) if p]
+    if not idx:
+        return "(in no release)"
+    lo, hi = idx[0], idx[-1]
+    if idx != list(range(lo, hi + 1)):
+        return "(not one range: " + ", ".join(vers[i] for i in idx) + ")"
+    if kind != "server":
+        return "ROUTER_ALL" if lo == 0 else f"router_since(RouterRelease::{ident(vers[lo])})"
+    if lo == 0 and hi == len(vers) - 1:
+        return "ALL"
+    if hi == len(vers) - 1:
+        return f"since(Release::{ident(vers[lo])})"
+    if lo == 0:
+        return f"until(Release::{ident(vers[hi])})"
+    return f"between(Release::{ident(vers[lo])}, Release::{ident(vers[hi])})"
 for name in sys.argv[2:]:
-    mask = sum(1 << i for i, s in enumerate(specs) if name in s)
+    present = [name in s for s in specs]
     latest = next((s[name] for s in reversed(specs) if name in s), None)
-    print(name, f"0b{mask:0{len(vers)}b}", latest and latest["flags"], latest and latest["default"], latest and latest["type"], latest and latest["action"])
+    print(name, releases(present), latest and latest["flags"], latest and latest["default"], latest and latest["type"], latest and latest["action"])

@@ -5,7 +5,7 @@
 //! `tests::flag_table_agrees_with_specs` checks it against SGLang's own argparse specs for every
 //! known release.
 
-use crate::release::{Release, RouterRelease};
+use crate::release::{Release, RouterRelease, RouterReleases, ServerReleases};
 
 /// How a flag's value is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,9 +95,9 @@ pub struct Flag {
     pub default: Dflt,
     /// Relation across sides.
     pub relation: Relation,
-    /// Bit mask of the releases that accept this spelling (bit i = `Release::ALL[i]`, or
-    /// `RouterRelease::ALL[i]` for router flags).
-    pub releases: u8,
+    /// The releases that accept this spelling: server releases for a server flag, router
+    /// releases for a router flag.
+    pub releases: Releases,
     /// Deployment field it renders from, as `Definition.property` in the JSON Schema; empty when
     /// derived from the topology.
     pub field: &'static str,
@@ -105,14 +105,55 @@ pub struct Flag {
     pub doc: &'static str,
 }
 
-impl Flag {
-    /// True when `release` accepts this flag.
-    pub fn in_release(&self, release: Release) -> bool {
-        self.releases & release.bit() != 0
+/// The releases that accept a flag: the program's own kind of release, so a server flag's set
+/// never answers for a router release or the other way round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Releases {
+    /// A flag of `sglang.launch_server`.
+    Server(ServerReleases),
+    /// A flag of `sglang_router.launch_router`.
+    Router(RouterReleases),
+}
+
+impl Releases {
+    /// True when the set holds every known release of its program.
+    pub fn is_all(self) -> bool {
+        match self {
+            Releases::Server(s) => s.is_all(),
+            Releases::Router(r) => r.is_all(),
+        }
     }
-    /// True when router `release` accepts this flag.
+}
+
+/// Every server release.
+const ALL: Releases = Releases::Server(ServerReleases::ALL);
+/// Every router release.
+const ROUTER_ALL: Releases = Releases::Router(RouterReleases::ALL);
+/// Server release `first` and every newer one.
+const fn since(first: Release) -> Releases {
+    Releases::Server(ServerReleases::since(first))
+}
+/// Every server release up to `last`, included.
+const fn until(last: Release) -> Releases {
+    Releases::Server(ServerReleases::until(last))
+}
+/// Server releases `first` to `last`, both included.
+const fn between(first: Release, last: Release) -> Releases {
+    Releases::Server(ServerReleases::between(first, last))
+}
+/// Router release `first` and every newer one.
+const fn router_since(first: RouterRelease) -> Releases {
+    Releases::Router(RouterReleases::since(first))
+}
+
+impl Flag {
+    /// True when server `release` accepts this flag (never for a router flag).
+    pub fn in_release(&self, release: Release) -> bool {
+        matches!(self.releases, Releases::Server(s) if s.contains(release))
+    }
+    /// True when router `release` accepts this flag (never for a server flag).
     pub fn in_router_release(&self, release: RouterRelease) -> bool {
-        self.releases & release.bit() != 0
+        matches!(self.releases, Releases::Router(r) if r.contains(release))
     }
     /// Every spelling.
     pub fn spellings(&self) -> impl Iterator<Item = &'static str> + '_ {
@@ -120,7 +161,10 @@ impl Flag {
     }
     /// The releases that accept this flag, as text (e.g. `0.5.19, 0.5.23`).
     pub fn release_list(&self) -> String {
-        Release::ALL.iter().filter(|r| self.in_release(**r)).map(|r| r.as_str()).collect::<Vec<_>>().join(", ")
+        match self.releases {
+            Releases::Server(s) => s.iter().map(Release::as_str).collect::<Vec<_>>().join(", "),
+            Releases::Router(r) => r.iter().map(RouterRelease::as_str).collect::<Vec<_>>().join(", "),
+        }
     }
 }
 
@@ -204,7 +248,7 @@ pub static MODEL_PATH: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::MustMatch,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Model.path",
     doc: "Weights to serve. Not checked by SGLang; a mismatch silently corrupts KV.",
 };
@@ -218,7 +262,7 @@ pub static TOKENIZER_PATH: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::MustMatch,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Model.tokenizer",
     doc: "Both sides tokenize every request; the decode pre-allocates KV from its own count.",
 };
@@ -232,7 +276,7 @@ pub static TOKENIZER_MODE: Flag = Flag {
     choices: crate::choices::TokenizerMode::NAMES,
     default: Dflt::Str("auto"),
     relation: Relation::MustMatch,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Model.tokenizer_mode",
     doc: "Tokenizer mode.",
 };
@@ -246,7 +290,7 @@ pub static REVISION: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::MustMatch,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Model.revision",
     doc: "Weights revision.",
 };
@@ -260,7 +304,7 @@ pub static TRUST_REMOTE_CODE: Flag = Flag {
     choices: &[],
     default: Dflt::Switch(false),
     relation: Relation::MustMatch,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Model.trust_remote_code",
     doc: "Model code must load identically.",
 };
@@ -274,7 +318,7 @@ pub static DTYPE: Flag = Flag {
     choices: crate::choices::ModelDtype::NAMES,
     default: Dflt::Str("auto"),
     relation: Relation::MustMatch,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Model.dtype",
     doc: "With `--kv-cache-dtype auto` the KV element type is the model dtype.",
 };
@@ -288,7 +332,7 @@ pub static QUANTIZATION: Flag = Flag {
     choices: crate::choices::Quantization::NAMES,
     default: Dflt::None,
     relation: Relation::MustMatch,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Model.quantization",
     doc: "The resolved quantization decides what `auto` KV dtype means.",
 };
@@ -302,7 +346,7 @@ pub static CONTEXT_LENGTH: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::ShouldMatch,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Model.context_length",
     doc: "A prefill accepting longer prompts than the decode can hold aborts requests.",
 };
@@ -316,7 +360,7 @@ pub static SERVED_MODEL_NAME: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::ShouldMatch,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Model.served_name",
     doc: "Clients and the gateway see this name.",
 };
@@ -330,7 +374,7 @@ pub static CHAT_TEMPLATE: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::MustMatch,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Model.chat_template",
     doc: "Chat requests are templated on each side independently.",
 };
@@ -344,7 +388,7 @@ pub static PAGE_SIZE: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::MustMatch,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Shared.page_size",
     doc: "Checked by SGLang on the first request \"Page size mismatch\".",
 };
@@ -358,7 +402,7 @@ pub static KV_CACHE_DTYPE: Flag = Flag {
     choices: crate::choices::KvCacheDtype::NAMES,
     default: Dflt::Str("auto"),
     relation: Relation::MustMatch,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Shared.kv_cache_dtype",
     doc: "Checked by SGLang as a string: \"KV cache dtype mismatch\".",
 };
@@ -372,7 +416,7 @@ pub static TRANSFER_BACKEND: Flag = Flag {
     choices: crate::choices::TransferBackend::NAMES,
     default: Dflt::Str("mooncake"),
     relation: Relation::MustMatch,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Shared.transfer_backend",
     doc: "Both sides must speak the same transfer engine.",
 };
@@ -386,7 +430,7 @@ pub static ATTENTION_BACKEND: Flag = Flag {
     choices: crate::choices::AttentionBackend::NAMES,
     default: Dflt::None,
     relation: Relation::MustMatch,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Shared.attention_backend",
     doc: "Can snap the page size (flashmla 64, cutlass_mla 128, trtllm_* 64...).",
 };
@@ -400,7 +444,7 @@ pub static PREFILL_ATTENTION_BACKEND: Flag = Flag {
     choices: crate::choices::AttentionBackend::NAMES,
     default: Dflt::None,
     relation: Relation::MustMatch,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Shared.prefill_attention_backend",
     doc: "Page-size snaps read it on either server.",
 };
@@ -414,7 +458,7 @@ pub static DECODE_ATTENTION_BACKEND: Flag = Flag {
     choices: crate::choices::AttentionBackend::NAMES,
     default: Dflt::None,
     relation: Relation::MustMatch,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Shared.decode_attention_backend",
     doc: "Page-size snaps read it even on a prefill server.",
 };
@@ -428,7 +472,7 @@ pub static DSA_PREFILL_BACKEND: Flag = Flag {
     choices: crate::choices::DsaBackend::NAMES,
     default: Dflt::None,
     relation: Relation::MustMatch,
-    releases: 0b1100000,
+    releases: since(Release::V0_5_19),
     field: "Shared.dsa_prefill_backend",
     doc: "Decides the fp8 MLA row size (576 B for trtllm, 656 B otherwise).",
 };
@@ -442,7 +486,7 @@ pub static DSA_DECODE_BACKEND: Flag = Flag {
     choices: crate::choices::DsaBackend::NAMES,
     default: Dflt::None,
     relation: Relation::MustMatch,
-    releases: 0b1100000,
+    releases: since(Release::V0_5_19),
     field: "Shared.dsa_decode_backend",
     doc: "Decides the fp8 MLA row size (576 B for trtllm, 656 B otherwise).",
 };
@@ -456,7 +500,7 @@ pub static NSA_PREFILL_BACKEND: Flag = Flag {
     choices: crate::choices::DsaBackend::NAMES,
     default: Dflt::None,
     relation: Relation::MustMatch,
-    releases: 0b0111000,
+    releases: between(Release::V0_5_6, Release::V0_5_19),
     field: "Shared.dsa_prefill_backend",
     doc: "Spelling of `--dsa-prefill-backend` before 0.5.19.",
 };
@@ -470,7 +514,7 @@ pub static NSA_DECODE_BACKEND: Flag = Flag {
     choices: crate::choices::DsaBackend::NAMES,
     default: Dflt::None,
     relation: Relation::MustMatch,
-    releases: 0b0111000,
+    releases: between(Release::V0_5_6, Release::V0_5_19),
     field: "Shared.dsa_decode_backend",
     doc: "Spelling of `--dsa-decode-backend` before 0.5.19.",
 };
@@ -484,7 +528,7 @@ pub static SPECULATIVE_ALGORITHM: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::MustMatch,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Speculative.algorithm",
     doc: "A prefill that speculates ships its draft top-k and hidden states; a decode may speculate alone.",
 };
@@ -498,7 +542,7 @@ pub static SPECULATIVE_DRAFT_MODEL_PATH: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::MustMatch,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Speculative.draft_model_path",
     doc: "Draft KV geometry must match.",
 };
@@ -512,7 +556,7 @@ pub static SPECULATIVE_NUM_STEPS: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::MustMatch,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Speculative.num_steps",
     doc: "Draft steps.",
 };
@@ -526,7 +570,7 @@ pub static SPECULATIVE_EAGLE_TOPK: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::MustMatch,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Speculative.eagle_topk",
     doc: "Top-k travels in fixed-width aux slots.",
 };
@@ -540,7 +584,7 @@ pub static SPECULATIVE_NUM_DRAFT_TOKENS: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::MustMatch,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Speculative.num_draft_tokens",
     doc: "Draft tokens.",
 };
@@ -554,7 +598,7 @@ pub static SPECULATIVE_DRAFT_KV_CACHE_DTYPE: Flag = Flag {
     choices: crate::choices::KvCacheDtype::NAMES,
     default: Dflt::None,
     relation: Relation::MustMatch,
-    releases: 0b1100000,
+    releases: since(Release::V0_5_19),
     field: "Speculative.draft_kv_cache_dtype",
     doc: "Draft KV element type.",
 };
@@ -568,7 +612,7 @@ pub static SPECULATIVE_DRAFT_ATTENTION_BACKEND: Flag = Flag {
     choices: crate::choices::AttentionBackend::NAMES,
     default: Dflt::None,
     relation: Relation::MustMatch,
-    releases: 0b1110000,
+    releases: since(Release::V0_5_10),
     field: "Speculative.draft_attention_backend",
     doc: "Can snap the page size (trtllm_mha).",
 };
@@ -582,7 +626,7 @@ pub static KV_CANARY: Flag = Flag {
     choices: crate::choices::KvCanary::NAMES,
     default: Dflt::Str("none"),
     relation: Relation::MustMatch,
-    releases: 0b1100000,
+    releases: since(Release::V0_5_19),
     field: "Shared.kv_canary",
     doc: "Adds KV regions; one-sided canaries shift the layout.",
 };
@@ -596,7 +640,7 @@ pub static KV_CANARY_REAL_DATA: Flag = Flag {
     choices: crate::choices::KvCanaryRealData::NAMES,
     default: Dflt::Str("none"),
     relation: Relation::MustMatch,
-    releases: 0b1100000,
+    releases: since(Release::V0_5_19),
     field: "Shared.kv_canary_real_data",
     doc: "Real-KV canary checks.",
 };
@@ -610,7 +654,7 @@ pub static ENABLE_UNIFIED_MEMORY: Flag = Flag {
     choices: &[],
     default: Dflt::Switch(false),
     relation: Relation::MustMatch,
-    releases: 0b1100000,
+    releases: since(Release::V0_5_19),
     field: "Shared.enable_unified_memory",
     doc: "Whole-envelope KV path.",
 };
@@ -624,7 +668,7 @@ pub static ENABLE_PAGE_MAJOR_KV_LAYOUT: Flag = Flag {
     choices: &[],
     default: Dflt::Switch(false),
     relation: Relation::MustMatch,
-    releases: 0b1100000,
+    releases: since(Release::V0_5_19),
     field: "Shared.enable_page_major_kv_layout",
     doc: "Changes the KV layout; nothing checks it outside unified memory.",
 };
@@ -638,7 +682,7 @@ pub static DISAGGREGATION_MODE: Flag = Flag {
     choices: &[],
     default: Dflt::Str("null"),
     relation: Relation::PerSide,
-    releases: 0b1111111,
+    releases: ALL,
     field: "",
     doc: "Rendered from the side: `prefill` or `decode`.",
 };
@@ -652,7 +696,7 @@ pub static HOST: Flag = Flag {
     choices: &[],
     default: Dflt::Str("127.0.0.1"),
     relation: Relation::PerNode,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Side.bind_host",
     doc: "The prefill bootstrap server binds here; a remote decode cannot reach 127.0.0.1.",
 };
@@ -666,7 +710,7 @@ pub static PORT: Flag = Flag {
     choices: &[],
     default: Dflt::Int(30000),
     relation: Relation::PerInstance,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Instance.port",
     doc: "HTTP port; the router is rendered from it.",
 };
@@ -680,7 +724,7 @@ pub static BOOTSTRAP_PORT: Flag = Flag {
     choices: &[],
     default: Dflt::Int(8998),
     relation: Relation::Link,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Instance.bootstrap_port",
     doc: "Prefill binds it; the router and decode are rendered from the same value.",
 };
@@ -694,7 +738,7 @@ pub static IB_DEVICE: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::PerNode,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Node.ib_device",
     doc: "RDMA device(s) of the node.",
 };
@@ -708,7 +752,7 @@ pub static DIST_INIT_ADDR: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::PerInstance,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Instance.dist_init_port",
     doc: "Multi-node rendezvous on node 0; SGLang uses the port and the next six.",
 };
@@ -722,7 +766,7 @@ pub static NNODES: Flag = Flag {
     choices: &[],
     default: Dflt::Int(1),
     relation: Relation::PerInstance,
-    releases: 0b1111111,
+    releases: ALL,
     field: "",
     doc: "Rendered from the number of nodes of the instance.",
 };
@@ -736,7 +780,7 @@ pub static NODE_RANK: Flag = Flag {
     choices: &[],
     default: Dflt::Int(0),
     relation: Relation::PerNode,
-    releases: 0b1111111,
+    releases: ALL,
     field: "",
     doc: "Rendered from the node position.",
 };
@@ -750,7 +794,7 @@ pub static BASE_GPU_ID: Flag = Flag {
     choices: &[],
     default: Dflt::Int(0),
     relation: Relation::PerNode,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Node.base_gpu_id",
     doc: "First GPU index on the node.",
 };
@@ -764,7 +808,7 @@ pub static NCCL_PORT: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::PerInstance,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Instance.nccl_port",
     doc: "Colocated servers need distinct values.",
 };
@@ -778,7 +822,7 @@ pub static TP_SIZE: Flag = Flag {
     choices: &[],
     default: Dflt::Int(1),
     relation: Relation::Related,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Side.tp",
     doc: "Attention TP (tp / attn_dp / attn_cp) must divide across sides.",
 };
@@ -792,7 +836,7 @@ pub static DP_SIZE: Flag = Flag {
     choices: &[],
     default: Dflt::Int(1),
     relation: Relation::PerSide,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Side.dp",
     doc: "Data-parallel replicas (before 0.5.23 also the DP-attention width).",
 };
@@ -806,7 +850,7 @@ pub static ATTN_DP_SIZE: Flag = Flag {
     choices: &[],
     default: Dflt::Int(1),
     relation: Relation::PerSide,
-    releases: 0b1000000,
+    releases: since(Release::V0_5_23),
     field: "Side.attn_dp",
     doc: "DP-attention width.",
 };
@@ -820,7 +864,7 @@ pub static ENABLE_DP_ATTENTION: Flag = Flag {
     choices: &[],
     default: Dflt::Switch(false),
     relation: Relation::PerSide,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Side.attn_dp",
     doc: "DP attention before 0.5.23 (`--dp-size N --enable-dp-attention`).",
 };
@@ -834,7 +878,7 @@ pub static PP_SIZE: Flag = Flag {
     choices: &[],
     default: Dflt::Int(1),
     relation: Relation::Related,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Side.pp",
     doc: "Decode PP must equal the prefill PP or be 1.",
 };
@@ -848,7 +892,7 @@ pub static EP_SIZE: Flag = Flag {
     choices: &[],
     default: Dflt::Int(1),
     relation: Relation::PerSide,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Side.ep",
     doc: "Forced to tp when an all-to-all backend is set.",
 };
@@ -862,7 +906,7 @@ pub static MOE_A2A_BACKEND: Flag = Flag {
     choices: crate::choices::MoeA2aBackend::NAMES,
     default: Dflt::Str("none"),
     relation: Relation::PerSide,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Side.moe_a2a_backend",
     doc: "MoE all-to-all backend.",
 };
@@ -876,7 +920,7 @@ pub static DEEPEP_MODE: Flag = Flag {
     choices: crate::choices::DeepepMode::NAMES,
     default: Dflt::Str("auto"),
     relation: Relation::PerSide,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Side.deepep_mode",
     doc: "`normal` disables CUDA graphs: use it on prefill, not decode.",
 };
@@ -890,7 +934,7 @@ pub static MOE_DENSE_TP_SIZE: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::PerSide,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Side.moe_dense_tp",
     doc: "Must be 1 or tp.",
 };
@@ -904,7 +948,7 @@ pub static ENABLE_DP_LM_HEAD: Flag = Flag {
     choices: &[],
     default: Dflt::Switch(false),
     relation: Relation::PerSide,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Side.enable_dp_lm_head",
     doc: "Needs DP attention.",
 };
@@ -918,7 +962,7 @@ pub static ATTN_CP_SIZE: Flag = Flag {
     choices: &[],
     default: Dflt::Int(1),
     relation: Relation::PrefillOnly,
-    releases: 0b1110000,
+    releases: since(Release::V0_5_10),
     field: "Side.attn_cp",
     doc: "The decode must have attention CP 1.",
 };
@@ -932,7 +976,7 @@ pub static ENABLE_PREFILL_CP: Flag = Flag {
     choices: &[],
     default: Dflt::Switch(false),
     relation: Relation::PrefillOnly,
-    releases: 0b1100000,
+    releases: since(Release::V0_5_19),
     field: "Side.enable_prefill_cp",
     doc: "Rejected on decode.",
 };
@@ -946,7 +990,7 @@ pub static DCP_SIZE: Flag = Flag {
     choices: &[],
     default: Dflt::Int(1),
     relation: Relation::Related,
-    releases: 0b1100000,
+    releases: since(Release::V0_5_19),
     field: "Side.dcp",
     doc: "Equal on both sides, or prefill 1 with decode >1 for MLA.",
 };
@@ -960,7 +1004,7 @@ pub static MEM_FRACTION_STATIC: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::PerSide,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Side.mem_fraction_static",
     doc: "Memory for weights and KV.",
 };
@@ -974,7 +1018,7 @@ pub static MAX_RUNNING_REQUESTS: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::PerSide,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Side.max_running_requests",
     doc: "Concurrent requests.",
 };
@@ -988,7 +1032,7 @@ pub static CHUNKED_PREFILL_SIZE: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::PrefillOnly,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Side.chunked_prefill_size",
     doc: "Must be a multiple of the page size (per DP rank).",
 };
@@ -1002,7 +1046,7 @@ pub static MAX_PREFILL_TOKENS: Flag = Flag {
     choices: &[],
     default: Dflt::Int(16384),
     relation: Relation::PrefillOnly,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Side.max_prefill_tokens",
     doc: "Prefill batch budget.",
 };
@@ -1016,7 +1060,7 @@ pub static CUDA_GRAPH_MAX_BS_DECODE: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::DecodeOnly,
-    releases: 0b1100000,
+    releases: since(Release::V0_5_19),
     field: "Side.cuda_graph_max_bs",
     doc: "Largest decode batch in a CUDA graph.",
 };
@@ -1030,7 +1074,7 @@ pub static CUDA_GRAPH_MAX_BS_PREFILL: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::PrefillOnly,
-    releases: 0b1100000,
+    releases: since(Release::V0_5_19),
     field: "Side.cuda_graph_max_bs",
     doc: "Largest prefill batch in a CUDA graph.",
 };
@@ -1044,7 +1088,7 @@ pub static CUDA_GRAPH_MAX_BS: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::DecodeOnly,
-    releases: 0b0111111,
+    releases: until(Release::V0_5_19),
     field: "Side.cuda_graph_max_bs",
     doc: "Spelling before 0.5.19 (deprecated alias in 0.5.19).",
 };
@@ -1058,7 +1102,7 @@ pub static DISABLE_DECODE_CUDA_GRAPH: Flag = Flag {
     choices: &[],
     default: Dflt::Switch(false),
     relation: Relation::DecodeOnly,
-    releases: 0b1100000,
+    releases: since(Release::V0_5_19),
     field: "Side.disable_cuda_graph",
     doc: "No decode CUDA graphs.",
 };
@@ -1072,7 +1116,7 @@ pub static DISABLE_PREFILL_CUDA_GRAPH: Flag = Flag {
     choices: &[],
     default: Dflt::Switch(false),
     relation: Relation::PrefillOnly,
-    releases: 0b1100000,
+    releases: since(Release::V0_5_19),
     field: "Side.disable_cuda_graph",
     doc: "No prefill CUDA graphs.",
 };
@@ -1086,7 +1130,7 @@ pub static DISABLE_CUDA_GRAPH: Flag = Flag {
     choices: &[],
     default: Dflt::Switch(false),
     relation: Relation::PerSide,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Side.disable_cuda_graph",
     doc: "Spelling before 0.5.19.",
 };
@@ -1100,7 +1144,7 @@ pub static LOAD_BALANCE_METHOD: Flag = Flag {
     choices: crate::choices::LoadBalanceMethod::NAMES,
     default: Dflt::Str("auto"),
     relation: Relation::PerSide,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Side.load_balance_method",
     doc: "`auto` is follow_bootstrap_room on prefill, round_robin on decode.",
 };
@@ -1114,7 +1158,7 @@ pub static ENABLE_HIERARCHICAL_CACHE: Flag = Flag {
     choices: &[],
     default: Dflt::Switch(false),
     relation: Relation::PerSide,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Side.hicache",
     doc: "On decode it needs the decode radix cache.",
 };
@@ -1128,7 +1172,7 @@ pub static HICACHE_RATIO: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::PerSide,
-    releases: 0b1111111,
+    releases: ALL,
     field: "HiCache.ratio",
     doc: "Host/device cache ratio.",
 };
@@ -1142,7 +1186,7 @@ pub static HICACHE_SIZE: Flag = Flag {
     choices: &[],
     default: Dflt::Int(0),
     relation: Relation::PerSide,
-    releases: 0b1111111,
+    releases: ALL,
     field: "HiCache.size",
     doc: "Host cache size (GB).",
 };
@@ -1156,7 +1200,7 @@ pub static HICACHE_STORAGE_BACKEND: Flag = Flag {
     choices: crate::choices::HicacheStorageBackend::NAMES,
     default: Dflt::None,
     relation: Relation::PerSide,
-    releases: 0b1111111,
+    releases: ALL,
     field: "HiCache.storage_backend",
     doc: "Storage tier; decode offload needs one.",
 };
@@ -1170,7 +1214,7 @@ pub static HICACHE_WRITE_POLICY: Flag = Flag {
     choices: crate::choices::HicacheWritePolicy::NAMES,
     default: Dflt::Str("write_through"),
     relation: Relation::PerSide,
-    releases: 0b1111111,
+    releases: ALL,
     field: "HiCache.write_policy",
     doc: "Write policy.",
 };
@@ -1184,7 +1228,7 @@ pub static DECODE_RADIX_CACHE: Flag = Flag {
     choices: &[],
     default: Dflt::Switch(false),
     relation: Relation::DecodeOnly,
-    releases: 0b1100000,
+    releases: since(Release::V0_5_19),
     field: "Side.decode_radix_cache",
     doc: "Radix cache on decode.",
 };
@@ -1198,7 +1242,7 @@ pub static DECODE_OFFLOAD_KVCACHE: Flag = Flag {
     choices: &[],
     default: Dflt::Switch(false),
     relation: Relation::DecodeOnly,
-    releases: 0b1111100,
+    releases: since(Release::V0_5_3),
     field: "Side.decode_offload_kvcache",
     doc: "Needs `--hicache-storage-backend`.",
 };
@@ -1212,7 +1256,7 @@ pub static DECODE_RETRACTION_BACKUP: Flag = Flag {
     choices: crate::choices::RetractionBackup::NAMES,
     default: Dflt::None,
     relation: Relation::DecodeOnly,
-    releases: 0b1100000,
+    releases: since(Release::V0_5_19),
     field: "Side.decode_retraction_backup",
     doc: "Retracted KV backup.",
 };
@@ -1226,7 +1270,7 @@ pub static NUM_RESERVED_DECODE_TOKENS: Flag = Flag {
     choices: &[],
     default: Dflt::Int(512),
     relation: Relation::DecodeOnly,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Side.num_reserved_decode_tokens",
     doc: "Reserved tokens per decode request.",
 };
@@ -1240,7 +1284,7 @@ pub static DECODE_EXTRA_SLOTS: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::DecodeOnly,
-    releases: 0b1100000,
+    releases: since(Release::V0_5_19),
     field: "Side.decode_extra_slots",
     doc: "Extra pre-allocation slots.",
 };
@@ -1254,7 +1298,7 @@ pub static OPTIMISTIC_PREFILL_ATTEMPTS: Flag = Flag {
     choices: &[],
     default: Dflt::Int(0),
     relation: Relation::PrefillOnly,
-    releases: 0b1100000,
+    releases: since(Release::V0_5_19),
     field: "Side.optimistic_prefill_attempts",
     doc: "Optimistic prefill.",
 };
@@ -1268,7 +1312,7 @@ pub static ENABLE_METRICS: Flag = Flag {
     choices: &[],
     default: Dflt::Switch(false),
     relation: Relation::PerSide,
-    releases: 0b1111111,
+    releases: ALL,
     field: "Side.enable_metrics",
     doc: "Prometheus metrics.",
 };
@@ -1282,7 +1326,7 @@ pub static CONFIG: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::PerSide,
-    releases: 0b1111100,
+    releases: since(Release::V0_5_3),
     field: "",
     doc: "YAML file of server flags (sglang-config output); must be followed by its path as a separate token.",
 };
@@ -1378,7 +1422,7 @@ pub static R_PD_DISAGGREGATION: Flag = Flag {
     choices: &[],
     default: Dflt::Switch(false),
     relation: Relation::Router,
-    releases: 0b1111,
+    releases: ROUTER_ALL,
     field: "",
     doc: "PD mode; always rendered.",
 };
@@ -1392,7 +1436,7 @@ pub static R_PREFILL: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::Router,
-    releases: 0b1111,
+    releases: ROUTER_ALL,
     field: "",
     doc: "One per prefill instance: URL and bootstrap port, both rendered from the prefill side.",
 };
@@ -1406,7 +1450,7 @@ pub static R_DECODE: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::Router,
-    releases: 0b1111,
+    releases: ROUTER_ALL,
     field: "",
     doc: "One per decode instance: URL rendered from the decode side.",
 };
@@ -1420,7 +1464,7 @@ pub static R_HOST: Flag = Flag {
     choices: &[],
     default: Dflt::Str("0.0.0.0"),
     relation: Relation::Router,
-    releases: 0b1111,
+    releases: ROUTER_ALL,
     field: "Router.host",
     doc: "Router listen address.",
 };
@@ -1434,7 +1478,7 @@ pub static R_PORT: Flag = Flag {
     choices: &[],
     default: Dflt::Int(30000),
     relation: Relation::Router,
-    releases: 0b1111,
+    releases: ROUTER_ALL,
     field: "Router.port",
     doc: "Router port; its default (30000) collides with SGLang servers.",
 };
@@ -1448,7 +1492,7 @@ pub static R_POLICY: Flag = Flag {
     choices: crate::choices::RouterPolicy::NAMES,
     default: Dflt::Str("cache_aware"),
     relation: Relation::Router,
-    releases: 0b1111,
+    releases: ROUTER_ALL,
     field: "Router.policy",
     doc: "Policy for both pools.",
 };
@@ -1462,7 +1506,7 @@ pub static R_PREFILL_POLICY: Flag = Flag {
     choices: crate::choices::RouterPolicy::NAMES,
     default: Dflt::None,
     relation: Relation::Router,
-    releases: 0b1111,
+    releases: ROUTER_ALL,
     field: "Router.prefill_policy",
     doc: "Prefill policy.",
 };
@@ -1476,7 +1520,7 @@ pub static R_DECODE_POLICY: Flag = Flag {
     choices: crate::choices::RouterPolicy::NAMES,
     default: Dflt::None,
     relation: Relation::Router,
-    releases: 0b1111,
+    releases: ROUTER_ALL,
     field: "Router.decode_policy",
     doc: "Decode policy.",
 };
@@ -1490,7 +1534,7 @@ pub static R_MINI_LB: Flag = Flag {
     choices: &[],
     default: Dflt::Switch(false),
     relation: Relation::Router,
-    releases: 0b1110,
+    releases: router_since(RouterRelease::V0_2_1),
     field: "Router.mini_lb",
     doc: "Python mini load balancer (debugging only).",
 };
@@ -1504,7 +1548,7 @@ pub static R_SERVICE_DISCOVERY: Flag = Flag {
     choices: &[],
     default: Dflt::Switch(false),
     relation: Relation::Router,
-    releases: 0b1111,
+    releases: ROUTER_ALL,
     field: "",
     doc: "Find the servers by their pods' labels instead of a fixed list (Kubernetes only).",
 };
@@ -1518,7 +1562,7 @@ pub static R_PREFILL_SELECTOR: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::Router,
-    releases: 0b1111,
+    releases: ROUTER_ALL,
     field: "",
     doc: "Labels (`key=value`) of the prefill pods service discovery registers.",
 };
@@ -1532,7 +1576,7 @@ pub static R_DECODE_SELECTOR: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::Router,
-    releases: 0b1111,
+    releases: ROUTER_ALL,
     field: "",
     doc: "Labels (`key=value`) of the decode pods service discovery registers.",
 };
@@ -1546,7 +1590,7 @@ pub static R_SERVICE_DISCOVERY_PORT: Flag = Flag {
     choices: &[],
     default: Dflt::Int(80),
     relation: Relation::Router,
-    releases: 0b1111,
+    releases: ROUTER_ALL,
     field: "",
     doc: "The HTTP port the router reaches every discovered pod at.",
 };
@@ -1560,7 +1604,7 @@ pub static R_SERVICE_DISCOVERY_NAMESPACE: Flag = Flag {
     choices: &[],
     default: Dflt::None,
     relation: Relation::Router,
-    releases: 0b1111,
+    releases: ROUTER_ALL,
     field: "",
     doc: "The namespace whose pods the router watches.",
 };

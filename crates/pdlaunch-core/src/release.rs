@@ -67,11 +67,6 @@ impl Release {
         Self::ALL.get(self as usize + 1).copied()
     }
 
-    /// Bit of this release in a release mask ([`crate::flags::Flag::releases`]).
-    pub const fn bit(self) -> u8 {
-        1 << (self as u8)
-    }
-
     /// The argparse spec of `python -m sglang.launch_server` in this release.
     pub fn spec(self) -> &'static Spec {
         static CELLS: [std::sync::OnceLock<Spec>; 7] = [const { std::sync::OnceLock::new() }; 7];
@@ -173,11 +168,6 @@ impl RouterRelease {
         Self::NAMES[self as usize]
     }
 
-    /// Bit of this release in a router flag's release mask.
-    pub const fn bit(self) -> u8 {
-        1 << (self as u8)
-    }
-
     /// The argparse spec of `python -m sglang_router.launch_router` in this release.
     pub fn spec(self) -> &'static Spec {
         static CELLS: [std::sync::OnceLock<Spec>; 4] = [const { std::sync::OnceLock::new() }; 4];
@@ -189,4 +179,74 @@ impl fmt::Display for RouterRelease {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// A set of SGLang server releases (those that accept a flag), written as the range it is:
+/// [`ServerReleases::ALL`], `since(0.5.19)`, `until(0.5.19)` or `between(0.5.3, 0.5.10)`. Its own
+/// type, apart from [`RouterReleases`], so that no server flag is asked about a router release.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServerReleases(u8);
+
+impl ServerReleases {
+    /// Every known release.
+    pub const ALL: ServerReleases = ServerReleases::between(Release::V0_4_10, Release::LATEST);
+    /// `first` and every newer release.
+    pub const fn since(first: Release) -> ServerReleases {
+        ServerReleases::between(first, Release::LATEST)
+    }
+    /// Every release up to `last`, included.
+    pub const fn until(last: Release) -> ServerReleases {
+        ServerReleases::between(Release::V0_4_10, last)
+    }
+    /// `first` to `last`, both included.
+    pub const fn between(first: Release, last: Release) -> ServerReleases {
+        ServerReleases(range_bits(first as u8, last as u8))
+    }
+    /// True when `release` is in the set.
+    pub const fn contains(self, release: Release) -> bool {
+        self.0 & (1 << release as u8) != 0
+    }
+    /// True when every known release is in the set.
+    pub const fn is_all(self) -> bool {
+        self.0 == ServerReleases::ALL.0
+    }
+    /// The releases in the set, oldest first.
+    pub fn iter(self) -> impl Iterator<Item = Release> {
+        Release::ALL.into_iter().filter(move |r| self.contains(*r))
+    }
+}
+
+/// A set of sglang-router releases: [`RouterReleases::ALL`] or `since(0.2.1)`; the router's
+/// counterpart of [`ServerReleases`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RouterReleases(u8);
+
+impl RouterReleases {
+    /// Every known router release.
+    pub const ALL: RouterReleases = RouterReleases::since(RouterRelease::V0_1_9);
+    /// `first` and every newer router release.
+    pub const fn since(first: RouterRelease) -> RouterReleases {
+        RouterReleases(range_bits(first as u8, RouterRelease::LATEST as u8))
+    }
+    /// True when `release` is in the set.
+    pub const fn contains(self, release: RouterRelease) -> bool {
+        self.0 & (1 << release as u8) != 0
+    }
+    /// True when every known router release is in the set.
+    pub const fn is_all(self) -> bool {
+        self.0 == RouterReleases::ALL.0
+    }
+    /// The releases in the set, oldest first.
+    pub fn iter(self) -> impl Iterator<Item = RouterRelease> {
+        RouterRelease::ALL.into_iter().filter(move |r| self.contains(*r))
+    }
+}
+
+// A release set holds one bit per release in a `u8`.
+const _: () = assert!(Release::ALL.len() <= 8 && RouterRelease::ALL.len() <= 8);
+
+/// Bits `first..=last` of a release set (one bit per release, oldest lowest).
+const fn range_bits(first: u8, last: u8) -> u8 {
+    // Up to 8 releases: shifts stay below the width.
+    ((0xffu16 << first) & (0xffu16 >> (7 - last))) as u8
 }

@@ -74,7 +74,7 @@ fn annotate(schema: &mut Value, dialect: Dialect, flag: &Flag) {
         "{prefix} `{}` ({}; {}){}",
         flag.name,
         flag.relation.describe(),
-        if flag.releases.count_ones() as usize == if prefix == "router flag" { 4 } else { 7 } {
+        if flag.releases.is_all() {
             "all known releases".to_owned()
         } else if prefix == "router flag" {
             "some router releases".to_owned()
