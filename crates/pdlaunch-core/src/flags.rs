@@ -5,6 +5,7 @@
 //! `tests::flag_table_agrees_with_specs` checks it against SGLang's own argparse specs for every
 //! known release.
 
+use crate::deployment::{Deployment, HiCache, Instance, Node, Role, Speculative};
 use crate::release::{Release, RouterRelease, RouterReleases, ServerReleases};
 
 /// How a flag's value is written.
@@ -99,8 +100,12 @@ pub struct Flag {
     /// releases for a router flag.
     pub releases: Releases,
     /// Deployment field it renders from, as `Definition.property` in the JSON Schema; empty when
-    /// derived from the topology.
+    /// derived from the topology. The one spelling of the field: [`Flag::path`] makes the
+    /// deployment paths of findings and plan origins from it, and `tests::bindings_touch_their_field`
+    /// checks that [`Flag::bind`] reaches that very field.
     pub field: &'static str,
+    /// How the value goes from the deployment field to argv and back.
+    pub bind: Binding,
     /// Why it matters for PD.
     pub doc: &'static str,
 }
@@ -166,6 +171,178 @@ impl Flag {
             Releases::Router(r) => r.iter().map(RouterRelease::as_str).collect::<Vec<_>>().join(", "),
         }
     }
+}
+
+/// Which server of a deployment a field is read for: the side, and the instance and node for the
+/// per-instance and per-node fields (`Instance.*`, `Node.*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct At {
+    /// The side.
+    pub role: Role,
+    /// Instance index within the side.
+    pub instance: usize,
+    /// Node rank within the instance.
+    pub node: usize,
+}
+
+/// A flag's value as a command line carries it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Written {
+    /// A switch, present (`true`) or, read back from argv, given as off.
+    Switch(bool),
+    /// The one value after the flag.
+    Text(String),
+}
+
+/// The servers a spelling is for, when a field renders through different flags per side
+/// (`--cuda-graph-max-bs-prefill` on the prefill, `--cuda-graph-max-bs-decode` on the decode).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sides {
+    /// Either side.
+    Both,
+    /// Prefill servers only.
+    Prefill,
+    /// Decode servers only.
+    Decode,
+}
+
+impl Sides {
+    /// True when this spelling is for servers of `role`.
+    pub fn has(self, role: Role) -> bool {
+        match self {
+            Sides::Both => true,
+            Sides::Prefill => role == Role::Prefill,
+            Sides::Decode => role == Role::Decode,
+        }
+    }
+}
+
+/// A flag's way from its deployment field ([`Flag::field`]) to argv and back: function pointers,
+/// one pair per flag, so that no code is generated per flag beyond its two small bodies.
+#[derive(Clone, Copy, Debug)]
+pub struct Binding {
+    /// The value the server at `At` renders the flag with, `None` when it renders nothing (an
+    /// unset field, a switch that is off, a size of 1). `None` as a whole for the flags whose
+    /// argv the plan derives from the topology, the release or several fields; each says so in
+    /// its doc comment.
+    pub get: Option<fn(&Deployment, At) -> Option<Written>>,
+    /// Stores a value read from a server's argv into the field (the linter's reconstruction);
+    /// false when the field cannot hold it (a choice it does not know, a negative count). `None`
+    /// for the flags reconstruction reads back with code of its own, or not at all.
+    pub set: Option<fn(&mut Deployment, At, &Written) -> bool>,
+    /// The servers this spelling is for.
+    pub on: Sides,
+}
+
+impl Flag {
+    /// The deployment path of the field this flag renders from, for the server at `at`
+    /// (`shared.page_size`, `decode.instances[0].nodes[1].ib_device`); `None` for a flag no field
+    /// renders.
+    pub fn path(&self, at: At) -> Option<String> {
+        let (def, prop) = self.field.split_once('.')?;
+        let side = at.role.as_str();
+        let (instance, node) = (at.instance, at.node);
+        Some(match def {
+            "Model" => format!("model.{prop}"),
+            "Shared" => format!("shared.{prop}"),
+            "Speculative" => format!("shared.speculative.{prop}"),
+            "Side" => format!("{side}.{prop}"),
+            "HiCache" => format!("{side}.hicache.{prop}"),
+            "Instance" => format!("{side}.instances[{instance}].{prop}"),
+            "Node" => format!("{side}.instances[{instance}].nodes[{node}].{prop}"),
+            "Router" => format!("router.{prop}"),
+            _ => return None,
+        })
+    }
+    /// True when the field is per instance or per node (ports, NICs), not the same on every
+    /// server of a side.
+    pub fn per_process(&self) -> bool {
+        self.field.starts_with("Instance.") || self.field.starts_with("Node.")
+    }
+    /// True when the field is one for both sides (`Model`, `Shared`, `Speculative`).
+    pub fn shared(&self) -> bool {
+        ["Model.", "Shared.", "Speculative."].iter().any(|p| self.field.starts_with(p))
+    }
+}
+
+// The small conversions the bindings are written with.
+
+fn shown<T: std::fmt::Display>(v: Option<&T>) -> Option<Written> {
+    v.map(|v| Written::Text(v.to_string()))
+}
+fn switch(on: bool) -> Option<Written> {
+    on.then_some(Written::Switch(true))
+}
+/// A size SGLang defaults to 1 is written only when larger.
+fn above_one(n: u32) -> Option<Written> {
+    (n > 1).then(|| Written::Text(n.to_string()))
+}
+fn text(v: &Written) -> Option<String> {
+    match v {
+        Written::Text(t) => Some(t.clone()),
+        Written::Switch(_) => None,
+    }
+}
+fn on_off(v: &Written) -> Option<bool> {
+    match v {
+        Written::Switch(b) => Some(*b),
+        Written::Text(_) => None,
+    }
+}
+/// An integer as argparse reads it (`human_readable_int` included), if the field's type holds it.
+fn int<T: TryFrom<i64>>(v: &Written) -> Option<T> {
+    match v {
+        Written::Text(t) => crate::spec::parse_human_int(t).and_then(|n| T::try_from(n).ok()),
+        Written::Switch(_) => None,
+    }
+}
+fn float(v: &Written) -> Option<f64> {
+    match v {
+        Written::Text(t) => crate::float::parse(t).filter(|x| x.is_finite()),
+        Written::Switch(_) => None,
+    }
+}
+/// The speculation a server at `at` renders: none on a prefill when it is the decode's only.
+fn speculative(d: &Deployment, at: At) -> Option<&Speculative> {
+    d.shared.speculative.as_ref().filter(|s| !(s.decode_only && at.role == Role::Prefill))
+}
+/// The algorithm starts a speculation; its other fields need one started.
+fn set_algorithm(d: &mut Deployment, algorithm: String) {
+    match &mut d.shared.speculative {
+        Some(s) => s.algorithm = algorithm,
+        None => {
+            d.shared.speculative = Some(Speculative {
+                algorithm,
+                decode_only: false,
+                draft_model_path: None,
+                num_steps: None,
+                eagle_topk: None,
+                num_draft_tokens: None,
+                draft_kv_cache_dtype: None,
+                draft_attention_backend: None,
+            })
+        }
+    }
+}
+fn hicache_mut(d: &mut Deployment, at: At) -> &mut HiCache {
+    d.side_mut(at.role).hicache.get_or_insert(HiCache {
+        ratio: None,
+        size: None,
+        storage_backend: None,
+        write_policy: None,
+    })
+}
+fn instance(d: &Deployment, at: At) -> Option<&Instance> {
+    d.side(at.role).instances.get(at.instance)
+}
+fn node(d: &Deployment, at: At) -> Option<&Node> {
+    instance(d, at)?.nodes.get(at.node)
+}
+fn instance_mut(d: &mut Deployment, at: At) -> Option<&mut Instance> {
+    d.side_mut(at.role).instances.get_mut(at.instance)
+}
+fn node_mut(d: &mut Deployment, at: At) -> Option<&mut Node> {
+    instance_mut(d, at)?.nodes.get_mut(at.node)
 }
 
 impl PartialEq for Flag {
@@ -250,6 +427,11 @@ pub static MODEL_PATH: Flag = Flag {
     relation: Relation::MustMatch,
     releases: ALL,
     field: "Model.path",
+    bind: Binding {
+        get: Some(|d, _| shown(Some(&d.model.path))),
+        set: Some(|d, _, v| text(v).map(|x| d.model.path = x).is_some()),
+        on: Sides::Both,
+    },
     doc: "Weights to serve. Not checked by SGLang; a mismatch silently corrupts KV.",
 };
 
@@ -264,6 +446,11 @@ pub static TOKENIZER_PATH: Flag = Flag {
     relation: Relation::MustMatch,
     releases: ALL,
     field: "Model.tokenizer",
+    bind: Binding {
+        get: Some(|d, _| shown(d.model.tokenizer.as_ref())),
+        set: Some(|d, _, v| text(v).map(|x| d.model.tokenizer = Some(x)).is_some()),
+        on: Sides::Both,
+    },
     doc: "Both sides tokenize every request; the decode pre-allocates KV from its own count.",
 };
 
@@ -278,6 +465,16 @@ pub static TOKENIZER_MODE: Flag = Flag {
     relation: Relation::MustMatch,
     releases: ALL,
     field: "Model.tokenizer_mode",
+    bind: Binding {
+        get: Some(|d, _| shown(d.model.tokenizer_mode.as_ref())),
+        set: Some(|d, _, v| {
+            text(v)
+                .and_then(|t| crate::choices::TokenizerMode::parse(&t))
+                .map(|x| d.model.tokenizer_mode = Some(x))
+                .is_some()
+        }),
+        on: Sides::Both,
+    },
     doc: "Tokenizer mode.",
 };
 
@@ -292,6 +489,11 @@ pub static REVISION: Flag = Flag {
     relation: Relation::MustMatch,
     releases: ALL,
     field: "Model.revision",
+    bind: Binding {
+        get: Some(|d, _| shown(d.model.revision.as_ref())),
+        set: Some(|d, _, v| text(v).map(|x| d.model.revision = Some(x)).is_some()),
+        on: Sides::Both,
+    },
     doc: "Weights revision.",
 };
 
@@ -306,6 +508,11 @@ pub static TRUST_REMOTE_CODE: Flag = Flag {
     relation: Relation::MustMatch,
     releases: ALL,
     field: "Model.trust_remote_code",
+    bind: Binding {
+        get: Some(|d, _| switch(d.model.trust_remote_code)),
+        set: Some(|d, _, v| on_off(v).map(|x| d.model.trust_remote_code = x).is_some()),
+        on: Sides::Both,
+    },
     doc: "Model code must load identically.",
 };
 
@@ -320,6 +527,13 @@ pub static DTYPE: Flag = Flag {
     relation: Relation::MustMatch,
     releases: ALL,
     field: "Model.dtype",
+    bind: Binding {
+        get: Some(|d, _| shown(d.model.dtype.as_ref())),
+        set: Some(|d, _, v| {
+            text(v).and_then(|t| crate::choices::ModelDtype::parse(&t)).map(|x| d.model.dtype = Some(x)).is_some()
+        }),
+        on: Sides::Both,
+    },
     doc: "With `--kv-cache-dtype auto` the KV element type is the model dtype.",
 };
 
@@ -334,6 +548,16 @@ pub static QUANTIZATION: Flag = Flag {
     relation: Relation::MustMatch,
     releases: ALL,
     field: "Model.quantization",
+    bind: Binding {
+        get: Some(|d, _| shown(d.model.quantization.as_ref())),
+        set: Some(|d, _, v| {
+            text(v)
+                .and_then(|t| crate::choices::Quantization::parse(&t))
+                .map(|x| d.model.quantization = Some(x))
+                .is_some()
+        }),
+        on: Sides::Both,
+    },
     doc: "The resolved quantization decides what `auto` KV dtype means.",
 };
 
@@ -348,6 +572,11 @@ pub static CONTEXT_LENGTH: Flag = Flag {
     relation: Relation::ShouldMatch,
     releases: ALL,
     field: "Model.context_length",
+    bind: Binding {
+        get: Some(|d, _| shown(d.model.context_length.as_ref())),
+        set: Some(|d, _, v| int(v).map(|x| d.model.context_length = Some(x)).is_some()),
+        on: Sides::Both,
+    },
     doc: "A prefill accepting longer prompts than the decode can hold aborts requests.",
 };
 
@@ -362,6 +591,11 @@ pub static SERVED_MODEL_NAME: Flag = Flag {
     relation: Relation::ShouldMatch,
     releases: ALL,
     field: "Model.served_name",
+    bind: Binding {
+        get: Some(|d, _| shown(d.model.served_name.as_ref())),
+        set: Some(|d, _, v| text(v).map(|x| d.model.served_name = Some(x)).is_some()),
+        on: Sides::Both,
+    },
     doc: "Clients and the gateway see this name.",
 };
 
@@ -376,6 +610,11 @@ pub static CHAT_TEMPLATE: Flag = Flag {
     relation: Relation::MustMatch,
     releases: ALL,
     field: "Model.chat_template",
+    bind: Binding {
+        get: Some(|d, _| shown(d.model.chat_template.as_ref())),
+        set: Some(|d, _, v| text(v).map(|x| d.model.chat_template = Some(x)).is_some()),
+        on: Sides::Both,
+    },
     doc: "Chat requests are templated on each side independently.",
 };
 
@@ -390,6 +629,11 @@ pub static PAGE_SIZE: Flag = Flag {
     relation: Relation::MustMatch,
     releases: ALL,
     field: "Shared.page_size",
+    bind: Binding {
+        get: Some(|d, _| shown(Some(&d.shared.page_size))),
+        set: Some(|d, _, v| int(v).map(|x| d.shared.page_size = x).is_some()),
+        on: Sides::Both,
+    },
     doc: "Checked by SGLang on the first request \"Page size mismatch\".",
 };
 
@@ -404,6 +648,13 @@ pub static KV_CACHE_DTYPE: Flag = Flag {
     relation: Relation::MustMatch,
     releases: ALL,
     field: "Shared.kv_cache_dtype",
+    bind: Binding {
+        get: Some(|d, _| shown(Some(&d.shared.kv_cache_dtype))),
+        set: Some(|d, _, v| {
+            text(v).and_then(|t| crate::choices::KvCacheDtype::parse(&t)).map(|x| d.shared.kv_cache_dtype = x).is_some()
+        }),
+        on: Sides::Both,
+    },
     doc: "Checked by SGLang as a string: \"KV cache dtype mismatch\".",
 };
 
@@ -418,6 +669,16 @@ pub static TRANSFER_BACKEND: Flag = Flag {
     relation: Relation::MustMatch,
     releases: ALL,
     field: "Shared.transfer_backend",
+    bind: Binding {
+        get: Some(|d, _| shown(Some(&d.shared.transfer_backend))),
+        set: Some(|d, _, v| {
+            text(v)
+                .and_then(|t| crate::choices::TransferBackend::parse(&t))
+                .map(|x| d.shared.transfer_backend = x)
+                .is_some()
+        }),
+        on: Sides::Both,
+    },
     doc: "Both sides must speak the same transfer engine.",
 };
 
@@ -432,6 +693,16 @@ pub static ATTENTION_BACKEND: Flag = Flag {
     relation: Relation::MustMatch,
     releases: ALL,
     field: "Shared.attention_backend",
+    bind: Binding {
+        get: Some(|d, _| shown(d.shared.attention_backend.as_ref())),
+        set: Some(|d, _, v| {
+            text(v)
+                .and_then(|t| crate::choices::AttentionBackend::parse(&t))
+                .map(|x| d.shared.attention_backend = Some(x))
+                .is_some()
+        }),
+        on: Sides::Both,
+    },
     doc: "Can snap the page size (flashmla 64, cutlass_mla 128, trtllm_* 64...).",
 };
 
@@ -446,6 +717,16 @@ pub static PREFILL_ATTENTION_BACKEND: Flag = Flag {
     relation: Relation::MustMatch,
     releases: ALL,
     field: "Shared.prefill_attention_backend",
+    bind: Binding {
+        get: Some(|d, _| shown(d.shared.prefill_attention_backend.as_ref())),
+        set: Some(|d, _, v| {
+            text(v)
+                .and_then(|t| crate::choices::AttentionBackend::parse(&t))
+                .map(|x| d.shared.prefill_attention_backend = Some(x))
+                .is_some()
+        }),
+        on: Sides::Both,
+    },
     doc: "Page-size snaps read it on either server.",
 };
 
@@ -460,6 +741,16 @@ pub static DECODE_ATTENTION_BACKEND: Flag = Flag {
     relation: Relation::MustMatch,
     releases: ALL,
     field: "Shared.decode_attention_backend",
+    bind: Binding {
+        get: Some(|d, _| shown(d.shared.decode_attention_backend.as_ref())),
+        set: Some(|d, _, v| {
+            text(v)
+                .and_then(|t| crate::choices::AttentionBackend::parse(&t))
+                .map(|x| d.shared.decode_attention_backend = Some(x))
+                .is_some()
+        }),
+        on: Sides::Both,
+    },
     doc: "Page-size snaps read it even on a prefill server.",
 };
 
@@ -474,6 +765,16 @@ pub static DSA_PREFILL_BACKEND: Flag = Flag {
     relation: Relation::MustMatch,
     releases: since(Release::V0_5_19),
     field: "Shared.dsa_prefill_backend",
+    bind: Binding {
+        get: Some(|d, _| shown(d.shared.dsa_prefill_backend.as_ref())),
+        set: Some(|d, _, v| {
+            text(v)
+                .and_then(|t| crate::choices::DsaBackend::parse(&t))
+                .map(|x| d.shared.dsa_prefill_backend = Some(x))
+                .is_some()
+        }),
+        on: Sides::Both,
+    },
     doc: "Decides the fp8 MLA row size (576 B for trtllm, 656 B otherwise).",
 };
 
@@ -488,6 +789,16 @@ pub static DSA_DECODE_BACKEND: Flag = Flag {
     relation: Relation::MustMatch,
     releases: since(Release::V0_5_19),
     field: "Shared.dsa_decode_backend",
+    bind: Binding {
+        get: Some(|d, _| shown(d.shared.dsa_decode_backend.as_ref())),
+        set: Some(|d, _, v| {
+            text(v)
+                .and_then(|t| crate::choices::DsaBackend::parse(&t))
+                .map(|x| d.shared.dsa_decode_backend = Some(x))
+                .is_some()
+        }),
+        on: Sides::Both,
+    },
     doc: "Decides the fp8 MLA row size (576 B for trtllm, 656 B otherwise).",
 };
 
@@ -502,6 +813,16 @@ pub static NSA_PREFILL_BACKEND: Flag = Flag {
     relation: Relation::MustMatch,
     releases: between(Release::V0_5_6, Release::V0_5_19),
     field: "Shared.dsa_prefill_backend",
+    bind: Binding {
+        get: Some(|d, _| shown(d.shared.dsa_prefill_backend.as_ref())),
+        set: Some(|d, _, v| {
+            text(v)
+                .and_then(|t| crate::choices::DsaBackend::parse(&t))
+                .map(|x| d.shared.dsa_prefill_backend = Some(x))
+                .is_some()
+        }),
+        on: Sides::Both,
+    },
     doc: "Spelling of `--dsa-prefill-backend` before 0.5.19.",
 };
 
@@ -516,6 +837,16 @@ pub static NSA_DECODE_BACKEND: Flag = Flag {
     relation: Relation::MustMatch,
     releases: between(Release::V0_5_6, Release::V0_5_19),
     field: "Shared.dsa_decode_backend",
+    bind: Binding {
+        get: Some(|d, _| shown(d.shared.dsa_decode_backend.as_ref())),
+        set: Some(|d, _, v| {
+            text(v)
+                .and_then(|t| crate::choices::DsaBackend::parse(&t))
+                .map(|x| d.shared.dsa_decode_backend = Some(x))
+                .is_some()
+        }),
+        on: Sides::Both,
+    },
     doc: "Spelling of `--dsa-decode-backend` before 0.5.19.",
 };
 
@@ -530,6 +861,11 @@ pub static SPECULATIVE_ALGORITHM: Flag = Flag {
     relation: Relation::MustMatch,
     releases: ALL,
     field: "Speculative.algorithm",
+    bind: Binding {
+        get: Some(|d, at| speculative(d, at).and_then(|s| shown(Some(&s.algorithm)))),
+        set: Some(|d, _, v| text(v).map(|a| set_algorithm(d, a)).is_some()),
+        on: Sides::Both,
+    },
     doc: "A prefill that speculates ships its draft top-k and hidden states; a decode may speculate alone.",
 };
 
@@ -544,6 +880,13 @@ pub static SPECULATIVE_DRAFT_MODEL_PATH: Flag = Flag {
     relation: Relation::MustMatch,
     releases: ALL,
     field: "Speculative.draft_model_path",
+    bind: Binding {
+        get: Some(|d, at| speculative(d, at).and_then(|s| shown(s.draft_model_path.as_ref()))),
+        set: Some(|d, _, v| {
+            text(v).is_some_and(|x| d.shared.speculative.as_mut().map(|s| s.draft_model_path = Some(x)).is_some())
+        }),
+        on: Sides::Both,
+    },
     doc: "Draft KV geometry must match.",
 };
 
@@ -558,6 +901,13 @@ pub static SPECULATIVE_NUM_STEPS: Flag = Flag {
     relation: Relation::MustMatch,
     releases: ALL,
     field: "Speculative.num_steps",
+    bind: Binding {
+        get: Some(|d, at| speculative(d, at).and_then(|s| shown(s.num_steps.as_ref()))),
+        set: Some(|d, _, v| {
+            int(v).is_some_and(|x| d.shared.speculative.as_mut().map(|s| s.num_steps = Some(x)).is_some())
+        }),
+        on: Sides::Both,
+    },
     doc: "Draft steps.",
 };
 
@@ -572,6 +922,13 @@ pub static SPECULATIVE_EAGLE_TOPK: Flag = Flag {
     relation: Relation::MustMatch,
     releases: ALL,
     field: "Speculative.eagle_topk",
+    bind: Binding {
+        get: Some(|d, at| speculative(d, at).and_then(|s| shown(s.eagle_topk.as_ref()))),
+        set: Some(|d, _, v| {
+            int(v).is_some_and(|x| d.shared.speculative.as_mut().map(|s| s.eagle_topk = Some(x)).is_some())
+        }),
+        on: Sides::Both,
+    },
     doc: "Top-k travels in fixed-width aux slots.",
 };
 
@@ -586,6 +943,13 @@ pub static SPECULATIVE_NUM_DRAFT_TOKENS: Flag = Flag {
     relation: Relation::MustMatch,
     releases: ALL,
     field: "Speculative.num_draft_tokens",
+    bind: Binding {
+        get: Some(|d, at| speculative(d, at).and_then(|s| shown(s.num_draft_tokens.as_ref()))),
+        set: Some(|d, _, v| {
+            int(v).is_some_and(|x| d.shared.speculative.as_mut().map(|s| s.num_draft_tokens = Some(x)).is_some())
+        }),
+        on: Sides::Both,
+    },
     doc: "Draft tokens.",
 };
 
@@ -600,6 +964,15 @@ pub static SPECULATIVE_DRAFT_KV_CACHE_DTYPE: Flag = Flag {
     relation: Relation::MustMatch,
     releases: since(Release::V0_5_19),
     field: "Speculative.draft_kv_cache_dtype",
+    bind: Binding {
+        get: Some(|d, at| speculative(d, at).and_then(|s| shown(s.draft_kv_cache_dtype.as_ref()))),
+        set: Some(|d, _, v| {
+            text(v)
+                .and_then(|t| crate::choices::KvCacheDtype::parse(&t))
+                .is_some_and(|x| d.shared.speculative.as_mut().map(|s| s.draft_kv_cache_dtype = Some(x)).is_some())
+        }),
+        on: Sides::Both,
+    },
     doc: "Draft KV element type.",
 };
 
@@ -614,6 +987,15 @@ pub static SPECULATIVE_DRAFT_ATTENTION_BACKEND: Flag = Flag {
     relation: Relation::MustMatch,
     releases: since(Release::V0_5_10),
     field: "Speculative.draft_attention_backend",
+    bind: Binding {
+        get: Some(|d, at| speculative(d, at).and_then(|s| shown(s.draft_attention_backend.as_ref()))),
+        set: Some(|d, _, v| {
+            text(v)
+                .and_then(|t| crate::choices::AttentionBackend::parse(&t))
+                .is_some_and(|x| d.shared.speculative.as_mut().map(|s| s.draft_attention_backend = Some(x)).is_some())
+        }),
+        on: Sides::Both,
+    },
     doc: "Can snap the page size (trtllm_mha).",
 };
 
@@ -628,6 +1010,13 @@ pub static KV_CANARY: Flag = Flag {
     relation: Relation::MustMatch,
     releases: since(Release::V0_5_19),
     field: "Shared.kv_canary",
+    bind: Binding {
+        get: Some(|d, _| shown(d.shared.kv_canary.as_ref())),
+        set: Some(|d, _, v| {
+            text(v).and_then(|t| crate::choices::KvCanary::parse(&t)).map(|x| d.shared.kv_canary = Some(x)).is_some()
+        }),
+        on: Sides::Both,
+    },
     doc: "Adds KV regions; one-sided canaries shift the layout.",
 };
 
@@ -642,6 +1031,16 @@ pub static KV_CANARY_REAL_DATA: Flag = Flag {
     relation: Relation::MustMatch,
     releases: since(Release::V0_5_19),
     field: "Shared.kv_canary_real_data",
+    bind: Binding {
+        get: Some(|d, _| shown(d.shared.kv_canary_real_data.as_ref())),
+        set: Some(|d, _, v| {
+            text(v)
+                .and_then(|t| crate::choices::KvCanaryRealData::parse(&t))
+                .map(|x| d.shared.kv_canary_real_data = Some(x))
+                .is_some()
+        }),
+        on: Sides::Both,
+    },
     doc: "Real-KV canary checks.",
 };
 
@@ -656,6 +1055,11 @@ pub static ENABLE_UNIFIED_MEMORY: Flag = Flag {
     relation: Relation::MustMatch,
     releases: since(Release::V0_5_19),
     field: "Shared.enable_unified_memory",
+    bind: Binding {
+        get: Some(|d, _| switch(d.shared.enable_unified_memory)),
+        set: Some(|d, _, v| on_off(v).map(|x| d.shared.enable_unified_memory = x).is_some()),
+        on: Sides::Both,
+    },
     doc: "Whole-envelope KV path.",
 };
 
@@ -670,10 +1074,16 @@ pub static ENABLE_PAGE_MAJOR_KV_LAYOUT: Flag = Flag {
     relation: Relation::MustMatch,
     releases: since(Release::V0_5_19),
     field: "Shared.enable_page_major_kv_layout",
+    bind: Binding {
+        get: Some(|d, _| switch(d.shared.enable_page_major_kv_layout)),
+        set: Some(|d, _, v| on_off(v).map(|x| d.shared.enable_page_major_kv_layout = x).is_some()),
+        on: Sides::Both,
+    },
     doc: "Changes the KV layout; nothing checks it outside unified memory.",
 };
 
 /// `--disaggregation-mode`: Rendered from the side: `prefill` or `decode`.
+/// The plan writes it from the side.
 pub static DISAGGREGATION_MODE: Flag = Flag {
     name: "--disaggregation-mode",
     aliases: &[],
@@ -684,10 +1094,12 @@ pub static DISAGGREGATION_MODE: Flag = Flag {
     relation: Relation::PerSide,
     releases: ALL,
     field: "",
+    bind: Binding { get: None, set: None, on: Sides::Both },
     doc: "Rendered from the side: `prefill` or `decode`.",
 };
 
 /// `--host`: The prefill bootstrap server binds here; a remote decode cannot reach 127.0.0.1.
+/// The plan writes it: the side's `bind_host`, else the node's own host.
 pub static HOST: Flag = Flag {
     name: "--host",
     aliases: &[],
@@ -698,10 +1110,12 @@ pub static HOST: Flag = Flag {
     relation: Relation::PerNode,
     releases: ALL,
     field: "Side.bind_host",
+    bind: Binding { get: None, set: None, on: Sides::Both },
     doc: "The prefill bootstrap server binds here; a remote decode cannot reach 127.0.0.1.",
 };
 
 /// `--port`: HTTP port; the router is rendered from it.
+/// The plan writes it: the instance's port or a default that keeps colocated instances apart.
 pub static PORT: Flag = Flag {
     name: "--port",
     aliases: &[],
@@ -712,10 +1126,16 @@ pub static PORT: Flag = Flag {
     relation: Relation::PerInstance,
     releases: ALL,
     field: "Instance.port",
+    bind: Binding {
+        get: None,
+        set: Some(|d, at, v| int(v).is_some_and(|x| instance_mut(d, at).map(|s| s.port = Some(x)).is_some())),
+        on: Sides::Both,
+    },
     doc: "HTTP port; the router is rendered from it.",
 };
 
 /// `--disaggregation-bootstrap-port`: Prefill binds it; the router and decode are rendered from the same value.
+/// The plan writes it: the prefill's own (or default) port, the first prefill's on a decode.
 pub static BOOTSTRAP_PORT: Flag = Flag {
     name: "--disaggregation-bootstrap-port",
     aliases: &[],
@@ -726,6 +1146,11 @@ pub static BOOTSTRAP_PORT: Flag = Flag {
     relation: Relation::Link,
     releases: ALL,
     field: "Instance.bootstrap_port",
+    bind: Binding {
+        get: None,
+        set: Some(|d, at, v| int(v).is_some_and(|x| instance_mut(d, at).map(|s| s.bootstrap_port = Some(x)).is_some())),
+        on: Sides::Both,
+    },
     doc: "Prefill binds it; the router and decode are rendered from the same value.",
 };
 
@@ -740,10 +1165,16 @@ pub static IB_DEVICE: Flag = Flag {
     relation: Relation::PerNode,
     releases: ALL,
     field: "Node.ib_device",
+    bind: Binding {
+        get: Some(|d, at| node(d, at).and_then(|s| shown(s.ib_device.as_ref()))),
+        set: Some(|d, at, v| text(v).is_some_and(|x| node_mut(d, at).map(|s| s.ib_device = Some(x)).is_some())),
+        on: Sides::Both,
+    },
     doc: "RDMA device(s) of the node.",
 };
 
 /// `--dist-init-addr`: Multi-node rendezvous on node 0; SGLang uses the port and the next six.
+/// The plan writes it, with `--nnodes` and `--node-rank`, for instances of several nodes: node 0's host and the instance's port.
 pub static DIST_INIT_ADDR: Flag = Flag {
     name: "--dist-init-addr",
     aliases: &["--nccl-init-addr"],
@@ -754,10 +1185,12 @@ pub static DIST_INIT_ADDR: Flag = Flag {
     relation: Relation::PerInstance,
     releases: ALL,
     field: "Instance.dist_init_port",
+    bind: Binding { get: None, set: None, on: Sides::Both },
     doc: "Multi-node rendezvous on node 0; SGLang uses the port and the next six.",
 };
 
 /// `--nnodes`: Rendered from the number of nodes of the instance.
+/// The plan writes it beside `--dist-init-addr`.
 pub static NNODES: Flag = Flag {
     name: "--nnodes",
     aliases: &[],
@@ -768,10 +1201,12 @@ pub static NNODES: Flag = Flag {
     relation: Relation::PerInstance,
     releases: ALL,
     field: "",
+    bind: Binding { get: None, set: None, on: Sides::Both },
     doc: "Rendered from the number of nodes of the instance.",
 };
 
 /// `--node-rank`: Rendered from the node position.
+/// The plan writes it beside `--dist-init-addr`.
 pub static NODE_RANK: Flag = Flag {
     name: "--node-rank",
     aliases: &[],
@@ -782,10 +1217,12 @@ pub static NODE_RANK: Flag = Flag {
     relation: Relation::PerNode,
     releases: ALL,
     field: "",
+    bind: Binding { get: None, set: None, on: Sides::Both },
     doc: "Rendered from the node position.",
 };
 
 /// `--base-gpu-id`: First GPU index on the node.
+/// The plan writes it: the node's `base_gpu_id`, else after the GPUs of the processes before it on the host.
 pub static BASE_GPU_ID: Flag = Flag {
     name: "--base-gpu-id",
     aliases: &[],
@@ -796,6 +1233,11 @@ pub static BASE_GPU_ID: Flag = Flag {
     relation: Relation::PerNode,
     releases: ALL,
     field: "Node.base_gpu_id",
+    bind: Binding {
+        get: None,
+        set: Some(|d, at, v| int(v).is_some_and(|x| node_mut(d, at).map(|s| s.base_gpu_id = Some(x)).is_some())),
+        on: Sides::Both,
+    },
     doc: "First GPU index on the node.",
 };
 
@@ -810,6 +1252,11 @@ pub static NCCL_PORT: Flag = Flag {
     relation: Relation::PerInstance,
     releases: ALL,
     field: "Instance.nccl_port",
+    bind: Binding {
+        get: Some(|d, at| instance(d, at).and_then(|s| shown(s.nccl_port.as_ref()))),
+        set: Some(|d, at, v| int(v).is_some_and(|x| instance_mut(d, at).map(|s| s.nccl_port = Some(x)).is_some())),
+        on: Sides::Both,
+    },
     doc: "Colocated servers need distinct values.",
 };
 
@@ -824,10 +1271,16 @@ pub static TP_SIZE: Flag = Flag {
     relation: Relation::Related,
     releases: ALL,
     field: "Side.tp",
+    bind: Binding {
+        get: Some(|d, at| shown(Some(&d.side(at.role).tp))),
+        set: Some(|d, at, v| int(v).map(|x| d.side_mut(at.role).tp = x).is_some()),
+        on: Sides::Both,
+    },
     doc: "Attention TP (tp / attn_dp / attn_cp) must divide across sides.",
 };
 
 /// `--dp-size`: Data-parallel replicas (before 0.5.23 also the DP-attention width).
+/// The plan writes it with `--attn-dp-size`/`--enable-dp-attention`: the DP-attention spelling depends on the release.
 pub static DP_SIZE: Flag = Flag {
     name: "--dp-size",
     aliases: &["--data-parallel-size"],
@@ -838,10 +1291,16 @@ pub static DP_SIZE: Flag = Flag {
     relation: Relation::PerSide,
     releases: ALL,
     field: "Side.dp",
+    bind: Binding {
+        get: None,
+        set: Some(|d, at, v| int(v).map(|x| d.side_mut(at.role).dp = x).is_some()),
+        on: Sides::Both,
+    },
     doc: "Data-parallel replicas (before 0.5.23 also the DP-attention width).",
 };
 
 /// `--attn-dp-size`: DP-attention width.
+/// The plan writes it with `--dp-size`.
 pub static ATTN_DP_SIZE: Flag = Flag {
     name: "--attn-dp-size",
     aliases: &["--attention-data-parallel-size"],
@@ -852,10 +1311,16 @@ pub static ATTN_DP_SIZE: Flag = Flag {
     relation: Relation::PerSide,
     releases: since(Release::V0_5_23),
     field: "Side.attn_dp",
+    bind: Binding {
+        get: None,
+        set: Some(|d, at, v| int(v).map(|x| d.side_mut(at.role).attn_dp = x).is_some()),
+        on: Sides::Both,
+    },
     doc: "DP-attention width.",
 };
 
 /// `--enable-dp-attention`: DP attention before 0.5.23 (`--dp-size N --enable-dp-attention`).
+/// The plan writes it with `--dp-size`.
 pub static ENABLE_DP_ATTENTION: Flag = Flag {
     name: "--enable-dp-attention",
     aliases: &[],
@@ -866,6 +1331,7 @@ pub static ENABLE_DP_ATTENTION: Flag = Flag {
     relation: Relation::PerSide,
     releases: ALL,
     field: "Side.attn_dp",
+    bind: Binding { get: None, set: None, on: Sides::Both },
     doc: "DP attention before 0.5.23 (`--dp-size N --enable-dp-attention`).",
 };
 
@@ -880,6 +1346,11 @@ pub static PP_SIZE: Flag = Flag {
     relation: Relation::Related,
     releases: ALL,
     field: "Side.pp",
+    bind: Binding {
+        get: Some(|d, at| above_one(d.side(at.role).pp)),
+        set: Some(|d, at, v| int(v).map(|x| d.side_mut(at.role).pp = x).is_some()),
+        on: Sides::Both,
+    },
     doc: "Decode PP must equal the prefill PP or be 1.",
 };
 
@@ -894,6 +1365,11 @@ pub static EP_SIZE: Flag = Flag {
     relation: Relation::PerSide,
     releases: ALL,
     field: "Side.ep",
+    bind: Binding {
+        get: Some(|d, at| shown(d.side(at.role).ep.as_ref())),
+        set: Some(|d, at, v| int(v).map(|x| d.side_mut(at.role).ep = Some(x)).is_some()),
+        on: Sides::Both,
+    },
     doc: "Forced to tp when an all-to-all backend is set.",
 };
 
@@ -908,6 +1384,16 @@ pub static MOE_A2A_BACKEND: Flag = Flag {
     relation: Relation::PerSide,
     releases: ALL,
     field: "Side.moe_a2a_backend",
+    bind: Binding {
+        get: Some(|d, at| shown(d.side(at.role).moe_a2a_backend.as_ref())),
+        set: Some(|d, at, v| {
+            text(v)
+                .and_then(|t| crate::choices::MoeA2aBackend::parse(&t))
+                .map(|x| d.side_mut(at.role).moe_a2a_backend = Some(x))
+                .is_some()
+        }),
+        on: Sides::Both,
+    },
     doc: "MoE all-to-all backend.",
 };
 
@@ -922,6 +1408,16 @@ pub static DEEPEP_MODE: Flag = Flag {
     relation: Relation::PerSide,
     releases: ALL,
     field: "Side.deepep_mode",
+    bind: Binding {
+        get: Some(|d, at| shown(d.side(at.role).deepep_mode.as_ref())),
+        set: Some(|d, at, v| {
+            text(v)
+                .and_then(|t| crate::choices::DeepepMode::parse(&t))
+                .map(|x| d.side_mut(at.role).deepep_mode = Some(x))
+                .is_some()
+        }),
+        on: Sides::Both,
+    },
     doc: "`normal` disables CUDA graphs: use it on prefill, not decode.",
 };
 
@@ -936,6 +1432,11 @@ pub static MOE_DENSE_TP_SIZE: Flag = Flag {
     relation: Relation::PerSide,
     releases: ALL,
     field: "Side.moe_dense_tp",
+    bind: Binding {
+        get: Some(|d, at| shown(d.side(at.role).moe_dense_tp.as_ref())),
+        set: Some(|d, at, v| int(v).map(|x| d.side_mut(at.role).moe_dense_tp = Some(x)).is_some()),
+        on: Sides::Both,
+    },
     doc: "Must be 1 or tp.",
 };
 
@@ -950,6 +1451,11 @@ pub static ENABLE_DP_LM_HEAD: Flag = Flag {
     relation: Relation::PerSide,
     releases: ALL,
     field: "Side.enable_dp_lm_head",
+    bind: Binding {
+        get: Some(|d, at| switch(d.side(at.role).enable_dp_lm_head)),
+        set: Some(|d, at, v| on_off(v).map(|x| d.side_mut(at.role).enable_dp_lm_head = x).is_some()),
+        on: Sides::Both,
+    },
     doc: "Needs DP attention.",
 };
 
@@ -964,6 +1470,11 @@ pub static ATTN_CP_SIZE: Flag = Flag {
     relation: Relation::PrefillOnly,
     releases: since(Release::V0_5_10),
     field: "Side.attn_cp",
+    bind: Binding {
+        get: Some(|d, at| above_one(d.side(at.role).attn_cp)),
+        set: Some(|d, at, v| int(v).map(|x| d.side_mut(at.role).attn_cp = x).is_some()),
+        on: Sides::Both,
+    },
     doc: "The decode must have attention CP 1.",
 };
 
@@ -978,6 +1489,11 @@ pub static ENABLE_PREFILL_CP: Flag = Flag {
     relation: Relation::PrefillOnly,
     releases: since(Release::V0_5_19),
     field: "Side.enable_prefill_cp",
+    bind: Binding {
+        get: Some(|d, at| switch(d.side(at.role).enable_prefill_cp)),
+        set: Some(|d, at, v| on_off(v).map(|x| d.side_mut(at.role).enable_prefill_cp = x).is_some()),
+        on: Sides::Both,
+    },
     doc: "Rejected on decode.",
 };
 
@@ -992,6 +1508,11 @@ pub static DCP_SIZE: Flag = Flag {
     relation: Relation::Related,
     releases: since(Release::V0_5_19),
     field: "Side.dcp",
+    bind: Binding {
+        get: Some(|d, at| above_one(d.side(at.role).dcp)),
+        set: Some(|d, at, v| int(v).map(|x| d.side_mut(at.role).dcp = x).is_some()),
+        on: Sides::Both,
+    },
     doc: "Equal on both sides, or prefill 1 with decode >1 for MLA.",
 };
 
@@ -1006,6 +1527,11 @@ pub static MEM_FRACTION_STATIC: Flag = Flag {
     relation: Relation::PerSide,
     releases: ALL,
     field: "Side.mem_fraction_static",
+    bind: Binding {
+        get: Some(|d, at| shown(d.side(at.role).mem_fraction_static.as_ref())),
+        set: Some(|d, at, v| float(v).map(|x| d.side_mut(at.role).mem_fraction_static = Some(x)).is_some()),
+        on: Sides::Both,
+    },
     doc: "Memory for weights and KV.",
 };
 
@@ -1020,6 +1546,11 @@ pub static MAX_RUNNING_REQUESTS: Flag = Flag {
     relation: Relation::PerSide,
     releases: ALL,
     field: "Side.max_running_requests",
+    bind: Binding {
+        get: Some(|d, at| shown(d.side(at.role).max_running_requests.as_ref())),
+        set: Some(|d, at, v| int(v).map(|x| d.side_mut(at.role).max_running_requests = Some(x)).is_some()),
+        on: Sides::Both,
+    },
     doc: "Concurrent requests.",
 };
 
@@ -1034,6 +1565,11 @@ pub static CHUNKED_PREFILL_SIZE: Flag = Flag {
     relation: Relation::PrefillOnly,
     releases: ALL,
     field: "Side.chunked_prefill_size",
+    bind: Binding {
+        get: Some(|d, at| shown(d.side(at.role).chunked_prefill_size.as_ref())),
+        set: Some(|d, at, v| int(v).map(|x| d.side_mut(at.role).chunked_prefill_size = Some(x)).is_some()),
+        on: Sides::Both,
+    },
     doc: "Must be a multiple of the page size (per DP rank).",
 };
 
@@ -1048,6 +1584,11 @@ pub static MAX_PREFILL_TOKENS: Flag = Flag {
     relation: Relation::PrefillOnly,
     releases: ALL,
     field: "Side.max_prefill_tokens",
+    bind: Binding {
+        get: Some(|d, at| shown(d.side(at.role).max_prefill_tokens.as_ref())),
+        set: Some(|d, at, v| int(v).map(|x| d.side_mut(at.role).max_prefill_tokens = Some(x)).is_some()),
+        on: Sides::Both,
+    },
     doc: "Prefill batch budget.",
 };
 
@@ -1062,6 +1603,11 @@ pub static CUDA_GRAPH_MAX_BS_DECODE: Flag = Flag {
     relation: Relation::DecodeOnly,
     releases: since(Release::V0_5_19),
     field: "Side.cuda_graph_max_bs",
+    bind: Binding {
+        get: Some(|d, at| shown(d.side(at.role).cuda_graph_max_bs.as_ref())),
+        set: Some(|d, at, v| int(v).map(|x| d.side_mut(at.role).cuda_graph_max_bs = Some(x)).is_some()),
+        on: Sides::Decode,
+    },
     doc: "Largest decode batch in a CUDA graph.",
 };
 
@@ -1076,6 +1622,11 @@ pub static CUDA_GRAPH_MAX_BS_PREFILL: Flag = Flag {
     relation: Relation::PrefillOnly,
     releases: since(Release::V0_5_19),
     field: "Side.cuda_graph_max_bs",
+    bind: Binding {
+        get: Some(|d, at| shown(d.side(at.role).cuda_graph_max_bs.as_ref())),
+        set: Some(|d, at, v| int(v).map(|x| d.side_mut(at.role).cuda_graph_max_bs = Some(x)).is_some()),
+        on: Sides::Prefill,
+    },
     doc: "Largest prefill batch in a CUDA graph.",
 };
 
@@ -1090,6 +1641,11 @@ pub static CUDA_GRAPH_MAX_BS: Flag = Flag {
     relation: Relation::DecodeOnly,
     releases: until(Release::V0_5_19),
     field: "Side.cuda_graph_max_bs",
+    bind: Binding {
+        get: Some(|d, at| shown(d.side(at.role).cuda_graph_max_bs.as_ref())),
+        set: Some(|d, at, v| int(v).map(|x| d.side_mut(at.role).cuda_graph_max_bs = Some(x)).is_some()),
+        on: Sides::Decode,
+    },
     doc: "Spelling before 0.5.19 (deprecated alias in 0.5.19).",
 };
 
@@ -1104,6 +1660,11 @@ pub static DISABLE_DECODE_CUDA_GRAPH: Flag = Flag {
     relation: Relation::DecodeOnly,
     releases: since(Release::V0_5_19),
     field: "Side.disable_cuda_graph",
+    bind: Binding {
+        get: Some(|d, at| switch(d.side(at.role).disable_cuda_graph)),
+        set: Some(|d, at, v| on_off(v).map(|x| d.side_mut(at.role).disable_cuda_graph = x).is_some()),
+        on: Sides::Decode,
+    },
     doc: "No decode CUDA graphs.",
 };
 
@@ -1118,6 +1679,11 @@ pub static DISABLE_PREFILL_CUDA_GRAPH: Flag = Flag {
     relation: Relation::PrefillOnly,
     releases: since(Release::V0_5_19),
     field: "Side.disable_cuda_graph",
+    bind: Binding {
+        get: Some(|d, at| switch(d.side(at.role).disable_cuda_graph)),
+        set: Some(|d, at, v| on_off(v).map(|x| d.side_mut(at.role).disable_cuda_graph = x).is_some()),
+        on: Sides::Prefill,
+    },
     doc: "No prefill CUDA graphs.",
 };
 
@@ -1132,6 +1698,11 @@ pub static DISABLE_CUDA_GRAPH: Flag = Flag {
     relation: Relation::PerSide,
     releases: ALL,
     field: "Side.disable_cuda_graph",
+    bind: Binding {
+        get: Some(|d, at| switch(d.side(at.role).disable_cuda_graph)),
+        set: Some(|d, at, v| on_off(v).map(|x| d.side_mut(at.role).disable_cuda_graph = x).is_some()),
+        on: Sides::Both,
+    },
     doc: "Spelling before 0.5.19.",
 };
 
@@ -1146,6 +1717,16 @@ pub static LOAD_BALANCE_METHOD: Flag = Flag {
     relation: Relation::PerSide,
     releases: ALL,
     field: "Side.load_balance_method",
+    bind: Binding {
+        get: Some(|d, at| shown(d.side(at.role).load_balance_method.as_ref())),
+        set: Some(|d, at, v| {
+            text(v)
+                .and_then(|t| crate::choices::LoadBalanceMethod::parse(&t))
+                .map(|x| d.side_mut(at.role).load_balance_method = Some(x))
+                .is_some()
+        }),
+        on: Sides::Both,
+    },
     doc: "`auto` is follow_bootstrap_room on prefill, round_robin on decode.",
 };
 
@@ -1160,6 +1741,19 @@ pub static ENABLE_HIERARCHICAL_CACHE: Flag = Flag {
     relation: Relation::PerSide,
     releases: ALL,
     field: "Side.hicache",
+    bind: Binding {
+        get: Some(|d, at| {
+            switch(
+                d.side(at.role).hicache.is_some()
+                    && (!d.side(at.role).decode_offload_kvcache || at.role == Role::Prefill),
+            )
+        }),
+        set: Some(|d, at, _| {
+            hicache_mut(d, at);
+            true
+        }),
+        on: Sides::Both,
+    },
     doc: "On decode it needs the decode radix cache.",
 };
 
@@ -1174,6 +1768,11 @@ pub static HICACHE_RATIO: Flag = Flag {
     relation: Relation::PerSide,
     releases: ALL,
     field: "HiCache.ratio",
+    bind: Binding {
+        get: Some(|d, at| d.side(at.role).hicache.as_ref().and_then(|s| shown(s.ratio.as_ref()))),
+        set: Some(|d, at, v| float(v).map(|x| hicache_mut(d, at).ratio = Some(x)).is_some()),
+        on: Sides::Both,
+    },
     doc: "Host/device cache ratio.",
 };
 
@@ -1188,6 +1787,11 @@ pub static HICACHE_SIZE: Flag = Flag {
     relation: Relation::PerSide,
     releases: ALL,
     field: "HiCache.size",
+    bind: Binding {
+        get: Some(|d, at| d.side(at.role).hicache.as_ref().and_then(|s| shown(s.size.as_ref()))),
+        set: Some(|d, at, v| int(v).map(|x| hicache_mut(d, at).size = Some(x)).is_some()),
+        on: Sides::Both,
+    },
     doc: "Host cache size (GB).",
 };
 
@@ -1202,6 +1806,16 @@ pub static HICACHE_STORAGE_BACKEND: Flag = Flag {
     relation: Relation::PerSide,
     releases: ALL,
     field: "HiCache.storage_backend",
+    bind: Binding {
+        get: Some(|d, at| d.side(at.role).hicache.as_ref().and_then(|s| shown(s.storage_backend.as_ref()))),
+        set: Some(|d, at, v| {
+            text(v)
+                .and_then(|t| crate::choices::HicacheStorageBackend::parse(&t))
+                .map(|x| hicache_mut(d, at).storage_backend = Some(x))
+                .is_some()
+        }),
+        on: Sides::Both,
+    },
     doc: "Storage tier; decode offload needs one.",
 };
 
@@ -1216,6 +1830,16 @@ pub static HICACHE_WRITE_POLICY: Flag = Flag {
     relation: Relation::PerSide,
     releases: ALL,
     field: "HiCache.write_policy",
+    bind: Binding {
+        get: Some(|d, at| d.side(at.role).hicache.as_ref().and_then(|s| shown(s.write_policy.as_ref()))),
+        set: Some(|d, at, v| {
+            text(v)
+                .and_then(|t| crate::choices::HicacheWritePolicy::parse(&t))
+                .map(|x| hicache_mut(d, at).write_policy = Some(x))
+                .is_some()
+        }),
+        on: Sides::Both,
+    },
     doc: "Write policy.",
 };
 
@@ -1230,6 +1854,11 @@ pub static DECODE_RADIX_CACHE: Flag = Flag {
     relation: Relation::DecodeOnly,
     releases: since(Release::V0_5_19),
     field: "Side.decode_radix_cache",
+    bind: Binding {
+        get: Some(|d, at| switch(d.side(at.role).decode_radix_cache)),
+        set: Some(|d, at, v| on_off(v).map(|x| d.side_mut(at.role).decode_radix_cache = x).is_some()),
+        on: Sides::Both,
+    },
     doc: "Radix cache on decode.",
 };
 
@@ -1244,6 +1873,11 @@ pub static DECODE_OFFLOAD_KVCACHE: Flag = Flag {
     relation: Relation::DecodeOnly,
     releases: since(Release::V0_5_3),
     field: "Side.decode_offload_kvcache",
+    bind: Binding {
+        get: Some(|d, at| switch(d.side(at.role).decode_offload_kvcache)),
+        set: Some(|d, at, v| on_off(v).map(|x| d.side_mut(at.role).decode_offload_kvcache = x).is_some()),
+        on: Sides::Both,
+    },
     doc: "Needs `--hicache-storage-backend`.",
 };
 
@@ -1258,6 +1892,16 @@ pub static DECODE_RETRACTION_BACKUP: Flag = Flag {
     relation: Relation::DecodeOnly,
     releases: since(Release::V0_5_19),
     field: "Side.decode_retraction_backup",
+    bind: Binding {
+        get: Some(|d, at| shown(d.side(at.role).decode_retraction_backup.as_ref())),
+        set: Some(|d, at, v| {
+            text(v)
+                .and_then(|t| crate::choices::RetractionBackup::parse(&t))
+                .map(|x| d.side_mut(at.role).decode_retraction_backup = Some(x))
+                .is_some()
+        }),
+        on: Sides::Both,
+    },
     doc: "Retracted KV backup.",
 };
 
@@ -1272,6 +1916,11 @@ pub static NUM_RESERVED_DECODE_TOKENS: Flag = Flag {
     relation: Relation::DecodeOnly,
     releases: ALL,
     field: "Side.num_reserved_decode_tokens",
+    bind: Binding {
+        get: Some(|d, at| shown(d.side(at.role).num_reserved_decode_tokens.as_ref())),
+        set: Some(|d, at, v| int(v).map(|x| d.side_mut(at.role).num_reserved_decode_tokens = Some(x)).is_some()),
+        on: Sides::Both,
+    },
     doc: "Reserved tokens per decode request.",
 };
 
@@ -1286,6 +1935,11 @@ pub static DECODE_EXTRA_SLOTS: Flag = Flag {
     relation: Relation::DecodeOnly,
     releases: since(Release::V0_5_19),
     field: "Side.decode_extra_slots",
+    bind: Binding {
+        get: Some(|d, at| shown(d.side(at.role).decode_extra_slots.as_ref())),
+        set: Some(|d, at, v| int(v).map(|x| d.side_mut(at.role).decode_extra_slots = Some(x)).is_some()),
+        on: Sides::Both,
+    },
     doc: "Extra pre-allocation slots.",
 };
 
@@ -1300,6 +1954,11 @@ pub static OPTIMISTIC_PREFILL_ATTEMPTS: Flag = Flag {
     relation: Relation::PrefillOnly,
     releases: since(Release::V0_5_19),
     field: "Side.optimistic_prefill_attempts",
+    bind: Binding {
+        get: Some(|d, at| shown(d.side(at.role).optimistic_prefill_attempts.as_ref())),
+        set: Some(|d, at, v| int(v).map(|x| d.side_mut(at.role).optimistic_prefill_attempts = Some(x)).is_some()),
+        on: Sides::Both,
+    },
     doc: "Optimistic prefill.",
 };
 
@@ -1314,10 +1973,16 @@ pub static ENABLE_METRICS: Flag = Flag {
     relation: Relation::PerSide,
     releases: ALL,
     field: "Side.enable_metrics",
+    bind: Binding {
+        get: Some(|d, at| switch(d.side(at.role).enable_metrics)),
+        set: Some(|d, at, v| on_off(v).map(|x| d.side_mut(at.role).enable_metrics = x).is_some()),
+        on: Sides::Both,
+    },
     doc: "Prometheus metrics.",
 };
 
 /// `--config`: YAML file of server flags (sglang-config output); must be followed by its path as a separate token.
+/// Written by the `sglang-config` format, not from a field.
 pub static CONFIG: Flag = Flag {
     name: "--config",
     aliases: &[],
@@ -1328,10 +1993,13 @@ pub static CONFIG: Flag = Flag {
     relation: Relation::PerSide,
     releases: since(Release::V0_5_3),
     field: "",
+    bind: Binding { get: None, set: None, on: Sides::Both },
     doc: "YAML file of server flags (sglang-config output); must be followed by its path as a separate token.",
 };
 
-/// Every server flag pdlaunch models, in rendering order.
+/// Every server flag pdlaunch models, in rendering order: the plan writes each server's argv by
+/// walking this list. A field that several spellings carry renders once, where its first
+/// spelling for the server's side stands, through the first of them the release accepts.
 pub static SERVER_FLAGS: &[&Flag] = &[
     &MODEL_PATH,
     &TOKENIZER_PATH,
@@ -1343,9 +2011,32 @@ pub static SERVER_FLAGS: &[&Flag] = &[
     &CONTEXT_LENGTH,
     &SERVED_MODEL_NAME,
     &CHAT_TEMPLATE,
+    &DISAGGREGATION_MODE,
+    &TRANSFER_BACKEND,
+    &BOOTSTRAP_PORT,
+    &IB_DEVICE,
+    &HOST,
+    &PORT,
+    &DIST_INIT_ADDR,
+    &NNODES,
+    &NODE_RANK,
+    &BASE_GPU_ID,
+    &NCCL_PORT,
+    &TP_SIZE,
+    &DP_SIZE,
+    &ATTN_DP_SIZE,
+    &ENABLE_DP_ATTENTION,
+    &PP_SIZE,
+    &EP_SIZE,
+    &ATTN_CP_SIZE,
+    &ENABLE_PREFILL_CP,
+    &DCP_SIZE,
+    &MOE_A2A_BACKEND,
+    &DEEPEP_MODE,
+    &MOE_DENSE_TP_SIZE,
+    &ENABLE_DP_LM_HEAD,
     &PAGE_SIZE,
     &KV_CACHE_DTYPE,
-    &TRANSFER_BACKEND,
     &ATTENTION_BACKEND,
     &PREFILL_ATTENTION_BACKEND,
     &DECODE_ATTENTION_BACKEND,
@@ -1364,29 +2055,6 @@ pub static SERVER_FLAGS: &[&Flag] = &[
     &KV_CANARY_REAL_DATA,
     &ENABLE_UNIFIED_MEMORY,
     &ENABLE_PAGE_MAJOR_KV_LAYOUT,
-    &DISAGGREGATION_MODE,
-    &HOST,
-    &PORT,
-    &BOOTSTRAP_PORT,
-    &IB_DEVICE,
-    &DIST_INIT_ADDR,
-    &NNODES,
-    &NODE_RANK,
-    &BASE_GPU_ID,
-    &NCCL_PORT,
-    &TP_SIZE,
-    &DP_SIZE,
-    &ATTN_DP_SIZE,
-    &ENABLE_DP_ATTENTION,
-    &PP_SIZE,
-    &EP_SIZE,
-    &MOE_A2A_BACKEND,
-    &DEEPEP_MODE,
-    &MOE_DENSE_TP_SIZE,
-    &ENABLE_DP_LM_HEAD,
-    &ATTN_CP_SIZE,
-    &ENABLE_PREFILL_CP,
-    &DCP_SIZE,
     &MEM_FRACTION_STATIC,
     &MAX_RUNNING_REQUESTS,
     &CHUNKED_PREFILL_SIZE,
@@ -1424,6 +2092,7 @@ pub static R_PD_DISAGGREGATION: Flag = Flag {
     relation: Relation::Router,
     releases: ROUTER_ALL,
     field: "",
+    bind: Binding { get: None, set: None, on: Sides::Both },
     doc: "PD mode; always rendered.",
 };
 
@@ -1438,6 +2107,7 @@ pub static R_PREFILL: Flag = Flag {
     relation: Relation::Router,
     releases: ROUTER_ALL,
     field: "",
+    bind: Binding { get: None, set: None, on: Sides::Both },
     doc: "One per prefill instance: URL and bootstrap port, both rendered from the prefill side.",
 };
 
@@ -1452,6 +2122,7 @@ pub static R_DECODE: Flag = Flag {
     relation: Relation::Router,
     releases: ROUTER_ALL,
     field: "",
+    bind: Binding { get: None, set: None, on: Sides::Both },
     doc: "One per decode instance: URL rendered from the decode side.",
 };
 
@@ -1466,6 +2137,11 @@ pub static R_HOST: Flag = Flag {
     relation: Relation::Router,
     releases: ROUTER_ALL,
     field: "Router.host",
+    bind: Binding {
+        get: Some(|d, _| shown(Some(&d.router.host))),
+        set: Some(|d, _, v| text(v).map(|x| d.router.host = x).is_some()),
+        on: Sides::Both,
+    },
     doc: "Router listen address.",
 };
 
@@ -1480,6 +2156,11 @@ pub static R_PORT: Flag = Flag {
     relation: Relation::Router,
     releases: ROUTER_ALL,
     field: "Router.port",
+    bind: Binding {
+        get: Some(|d, _| shown(Some(&d.router.port))),
+        set: Some(|d, _, v| int(v).map(|x| d.router.port = x).is_some()),
+        on: Sides::Both,
+    },
     doc: "Router port; its default (30000) collides with SGLang servers.",
 };
 
@@ -1494,6 +2175,13 @@ pub static R_POLICY: Flag = Flag {
     relation: Relation::Router,
     releases: ROUTER_ALL,
     field: "Router.policy",
+    bind: Binding {
+        get: Some(|d, _| shown(d.router.policy.as_ref())),
+        set: Some(|d, _, v| {
+            text(v).and_then(|t| crate::choices::RouterPolicy::parse(&t)).map(|x| d.router.policy = Some(x)).is_some()
+        }),
+        on: Sides::Both,
+    },
     doc: "Policy for both pools.",
 };
 
@@ -1508,6 +2196,16 @@ pub static R_PREFILL_POLICY: Flag = Flag {
     relation: Relation::Router,
     releases: ROUTER_ALL,
     field: "Router.prefill_policy",
+    bind: Binding {
+        get: Some(|d, _| shown(d.router.prefill_policy.as_ref())),
+        set: Some(|d, _, v| {
+            text(v)
+                .and_then(|t| crate::choices::RouterPolicy::parse(&t))
+                .map(|x| d.router.prefill_policy = Some(x))
+                .is_some()
+        }),
+        on: Sides::Both,
+    },
     doc: "Prefill policy.",
 };
 
@@ -1522,6 +2220,16 @@ pub static R_DECODE_POLICY: Flag = Flag {
     relation: Relation::Router,
     releases: ROUTER_ALL,
     field: "Router.decode_policy",
+    bind: Binding {
+        get: Some(|d, _| shown(d.router.decode_policy.as_ref())),
+        set: Some(|d, _, v| {
+            text(v)
+                .and_then(|t| crate::choices::RouterPolicy::parse(&t))
+                .map(|x| d.router.decode_policy = Some(x))
+                .is_some()
+        }),
+        on: Sides::Both,
+    },
     doc: "Decode policy.",
 };
 
@@ -1536,6 +2244,11 @@ pub static R_MINI_LB: Flag = Flag {
     relation: Relation::Router,
     releases: router_since(RouterRelease::V0_2_1),
     field: "Router.mini_lb",
+    bind: Binding {
+        get: Some(|d, _| switch(d.router.mini_lb)),
+        set: Some(|d, _, v| on_off(v).map(|x| d.router.mini_lb = x).is_some()),
+        on: Sides::Both,
+    },
     doc: "Python mini load balancer (debugging only).",
 };
 
@@ -1550,6 +2263,7 @@ pub static R_SERVICE_DISCOVERY: Flag = Flag {
     relation: Relation::Router,
     releases: ROUTER_ALL,
     field: "",
+    bind: Binding { get: None, set: None, on: Sides::Both },
     doc: "Find the servers by their pods' labels instead of a fixed list (Kubernetes only).",
 };
 
@@ -1564,6 +2278,7 @@ pub static R_PREFILL_SELECTOR: Flag = Flag {
     relation: Relation::Router,
     releases: ROUTER_ALL,
     field: "",
+    bind: Binding { get: None, set: None, on: Sides::Both },
     doc: "Labels (`key=value`) of the prefill pods service discovery registers.",
 };
 
@@ -1578,6 +2293,7 @@ pub static R_DECODE_SELECTOR: Flag = Flag {
     relation: Relation::Router,
     releases: ROUTER_ALL,
     field: "",
+    bind: Binding { get: None, set: None, on: Sides::Both },
     doc: "Labels (`key=value`) of the decode pods service discovery registers.",
 };
 
@@ -1592,6 +2308,7 @@ pub static R_SERVICE_DISCOVERY_PORT: Flag = Flag {
     relation: Relation::Router,
     releases: ROUTER_ALL,
     field: "",
+    bind: Binding { get: None, set: None, on: Sides::Both },
     doc: "The HTTP port the router reaches every discovered pod at.",
 };
 
@@ -1606,6 +2323,7 @@ pub static R_SERVICE_DISCOVERY_NAMESPACE: Flag = Flag {
     relation: Relation::Router,
     releases: ROUTER_ALL,
     field: "",
+    bind: Binding { get: None, set: None, on: Sides::Both },
     doc: "The namespace whose pods the router watches.",
 };
 
@@ -1724,6 +2442,76 @@ mod tests {
                 assert!(accepted(flag.choices, choice), "{}: choice `{choice}` exists in no release", flag.name);
             }
         }
+    }
+
+    /// The leaf paths where two JSON documents differ, written as deployment paths.
+    fn differences(a: &serde_json::Value, b: &serde_json::Value, path: &str, out: &mut Vec<String>) {
+        use serde_json::Value;
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) => {
+                for k in x.keys().chain(y.keys().filter(|k| !x.contains_key(*k))) {
+                    let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                    let null = Value::Null;
+                    differences(x.get(k).unwrap_or(&null), y.get(k).unwrap_or(&null), &p, out);
+                }
+            }
+            (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+                for (i, (u, v)) in x.iter().zip(y).enumerate() {
+                    differences(u, v, &format!("{path}[{i}]"), out);
+                }
+            }
+            _ if a != b => out.push(path.to_owned()),
+            _ => {}
+        }
+    }
+
+    /// Each binding reaches the field its flag names: storing a value changes that field and no
+    /// other (the deployment's JSON differs at [`Flag::path`] only), and the value renders back
+    /// as it was read. So the field's spelling in `field`, the paths of findings and origins,
+    /// and the accessors cannot drift apart.
+    #[test]
+    fn bindings_touch_their_field() {
+        let mut base = crate::examples::example("deepseek-v3-dp-deepep").unwrap();
+        let empty = crate::deployment::HiCache { ratio: None, size: None, storage_backend: None, write_policy: None };
+        base.shared.speculative = None;
+        set_algorithm(&mut base, "EAGLE".into());
+        for role in Role::BOTH {
+            base.side_mut(role).hicache = Some(empty.clone());
+        }
+        let mut checked = 0;
+        for flag in SERVER_FLAGS.iter().chain(ROUTER_FLAGS.iter()) {
+            if flag.bind.get.is_some() || flag.bind.set.is_some() {
+                assert!(!flag.field.is_empty(), "{} is bound to no field", flag.name);
+            }
+            let Some(set) = flag.bind.set else { continue };
+            let role = if flag.bind.on.has(Role::Decode) { Role::Decode } else { Role::Prefill };
+            let at = At { role, instance: 0, node: 1 };
+            let mut d = base.clone();
+            if flag.name == "--enable-hierarchical-cache" {
+                d.side_mut(role).hicache = None;
+            }
+            let (before, current) = (crate::load::to_value(&d), flag.bind.get.and_then(|get| get(&d, at)));
+            let value = match flag.kind {
+                Kind::Switch => Written::Switch(current.is_none()),
+                Kind::Int => Written::Text("7".into()),
+                Kind::Float => Written::Text("0.37".into()),
+                _ => Written::Text(
+                    flag.choices
+                        .iter()
+                        .find(|c| current != Some(Written::Text((**c).into())))
+                        .map_or("sample".into(), |c| (*c).to_owned()),
+                ),
+            };
+            assert!(set(&mut d, at, &value), "{}: {value:?} not stored", flag.name);
+            let mut changed = Vec::new();
+            differences(&before, &crate::load::to_value(&d), "", &mut changed);
+            assert_eq!(changed, flag.path(at).into_iter().collect::<Vec<_>>(), "{}", flag.name);
+            if let Some(get) = flag.bind.get.filter(|_| flag.kind != Kind::Switch) {
+                assert_eq!(get(&d, at), Some(value), "{}", flag.name);
+            }
+            checked += 1;
+        }
+        assert!(checked > 60, "only {checked} bindings checked");
     }
 
     #[test]

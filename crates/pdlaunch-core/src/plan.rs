@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::deployment::{Deployment, Role, Side};
 use crate::fast_hash::FastMap;
-use crate::flags::{self, first_available, Flag};
+use crate::flags::{self, first_available, At, Flag, Written};
 use crate::release::{Release, RouterRelease};
 
 /// Where an argument came from.
@@ -293,43 +293,39 @@ pub fn is_ip_literal(host: &str) -> bool {
     host.contains(':') || (!host.is_empty() && host.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
 }
 
-struct ArgList<'a> {
+struct ArgList {
     release: Release,
     args: Vec<Arg>,
     dropped: Vec<Dropped>,
-    side_path: &'a str,
 }
 
-impl ArgList<'_> {
+impl ArgList {
     fn push(&mut self, flag: &'static Flag, values: Vec<String>, origin: Origin, scope: Scope) {
         let mut tokens = vec![flag.name.to_owned()];
         tokens.extend(values);
         self.args.push(Arg { flag: Some(flag), tokens, origin, scope });
     }
-    fn value(&mut self, candidates: &[&'static Flag], value: impl ToString, path: String, scope: Scope) {
+    /// Writes `value` with the first of `candidates` the release accepts, or records it dropped.
+    fn write(&mut self, candidates: &[&'static Flag], value: Written, path: String, scope: Scope) {
         match first_available(candidates, self.release) {
-            Some(flag) => self.push(flag, vec![value.to_string()], Origin::field(path), scope),
-            None => self.leave_out(candidates, value.to_string(), path),
-        }
-    }
-    fn leave_out(&mut self, candidates: &[&'static Flag], value: String, path: String) {
-        self.dropped.push(Dropped { path, value, flags: candidates.to_vec(), reason: None });
-    }
-    fn opt<T: ToString>(&mut self, candidates: &[&'static Flag], value: &Option<T>, path: String) {
-        if let Some(v) = value {
-            self.value(candidates, v.to_string(), path, Scope::Role);
-        }
-    }
-    fn switch(&mut self, candidates: &[&'static Flag], on: bool, path: String) {
-        if on {
-            match first_available(candidates, self.release) {
-                Some(flag) => self.push(flag, vec![], Origin::field(path), Scope::Role),
-                None => self.leave_out(candidates, "true".into(), path),
+            Some(flag) => {
+                let values = match value {
+                    Written::Switch(_) => vec![],
+                    Written::Text(t) => vec![t],
+                };
+                self.push(flag, values, Origin::field(path), scope)
+            }
+            None => {
+                let value = match value {
+                    Written::Switch(_) => "true".to_owned(),
+                    Written::Text(t) => t,
+                };
+                self.dropped.push(Dropped { path, value, flags: candidates.to_vec(), reason: None });
             }
         }
     }
-    fn side(&self, field: &str) -> String {
-        format!("{}.{field}", self.side_path)
+    fn value(&mut self, flag: &'static Flag, value: impl ToString, path: String, scope: Scope) {
+        self.write(&[flag], Written::Text(value.to_string()), path, scope);
     }
 }
 
@@ -351,7 +347,8 @@ pub fn plan(d: &Deployment) -> Plan {
                 let cursor = gpu_cursor.entry(node.host.clone()).or_insert(0);
                 let base = node.base_gpu_id.unwrap_or(*cursor);
                 *cursor = (*cursor).max(base.saturating_add(count));
-                let (args, left_out) = server_args(d, role, side, i, rank, addr, base);
+                let at = At { role, instance: i, node: rank };
+                let (args, left_out) = server_args(d, at, addr, base);
                 for f in left_out {
                     if !dropped.iter().any(|x| x.path == f.path) {
                         dropped.push(f);
@@ -385,177 +382,68 @@ pub fn plan(d: &Deployment) -> Plan {
     }
 }
 
-fn server_args(
-    d: &Deployment,
-    role: Role,
-    side: &Side,
-    inst_index: usize,
-    rank: usize,
-    addr: &InstanceAddr,
-    base_gpu: u32,
-) -> (Vec<Arg>, Vec<Dropped>) {
+/// The spellings of `flag`'s field for servers of `role`, in table order (the preferred first),
+/// when `flag` is the first of them: a field renders once, at its first spelling.
+fn spellings_at(flag: &'static Flag, role: Role) -> Option<Vec<&'static Flag>> {
+    let same = |f: &&&'static Flag| f.field == flag.field && f.bind.on.has(role);
+    let candidates: Vec<&'static Flag> = flags::SERVER_FLAGS.iter().filter(same).copied().collect();
+    candidates.first().is_some_and(|f| std::ptr::eq(*f, flag)).then_some(candidates)
+}
+
+/// The arguments of one server process: the table's flags in its order, each bound field through
+/// its binding; the flags the topology or the release decides (their doc comments say so) by
+/// the code here; `extra_args` last.
+fn server_args(d: &Deployment, at: At, addr: &InstanceAddr, base_gpu: u32) -> (Vec<Arg>, Vec<Dropped>) {
     use flags::*;
+    let role = at.role;
+    let side = d.side(role);
     let side_path = role.as_str();
-    let mut a = ArgList { release: d.sglang_version, args: Vec::new(), dropped: Vec::new(), side_path };
-    let m = &d.model;
-    let inst = &side.instances[inst_index];
-    let node = &inst.nodes[rank];
-    let inst_path = format!("{side_path}.instances[{inst_index}]");
-    let node_path = format!("{inst_path}.nodes[{rank}]");
-
-    // Model identity: identical on both sides.
-    a.value(&[&MODEL_PATH], &m.path, "model.path".into(), Scope::Role);
-    a.opt(&[&TOKENIZER_PATH], &m.tokenizer, "model.tokenizer".into());
-    a.opt(&[&TOKENIZER_MODE], &m.tokenizer_mode, "model.tokenizer_mode".into());
-    a.opt(&[&REVISION], &m.revision, "model.revision".into());
-    a.switch(&[&TRUST_REMOTE_CODE], m.trust_remote_code, "model.trust_remote_code".into());
-    a.opt(&[&DTYPE], &m.dtype, "model.dtype".into());
-    a.opt(&[&QUANTIZATION], &m.quantization, "model.quantization".into());
-    a.opt(&[&CONTEXT_LENGTH], &m.context_length, "model.context_length".into());
-    a.opt(&[&SERVED_MODEL_NAME], &m.served_name, "model.served_name".into());
-    a.opt(&[&CHAT_TEMPLATE], &m.chat_template, "model.chat_template".into());
-
-    // Disaggregation wiring.
-    a.push(&DISAGGREGATION_MODE, vec![role.as_str().into()], Origin::Derived, Scope::Role);
-    let sh = &d.shared;
-    a.value(&[&TRANSFER_BACKEND], sh.transfer_backend, "shared.transfer_backend".into(), Scope::Role);
-    let bootstrap_path = match role {
-        Role::Prefill => format!("{inst_path}.bootstrap_port"),
-        Role::Decode => "prefill.instances[0].bootstrap_port".to_owned(),
-    };
-    a.value(&[&BOOTSTRAP_PORT], addr.bootstrap_port, bootstrap_path, Scope::Process);
-    if let Some(ib) = &node.ib_device {
-        a.value(&[&IB_DEVICE], ib, format!("{node_path}.ib_device"), Scope::Process);
-    }
-
-    // Network and topology.
-    let bind = side.bind_host.clone().unwrap_or_else(|| node.host.clone());
-    let bind_path = if side.bind_host.is_some() { a.side("bind_host") } else { format!("{node_path}.host") };
-    a.value(&[&HOST], bind, bind_path, Scope::Process);
-    a.value(&[&PORT], addr.port, format!("{inst_path}.port"), Scope::Process);
-    if let Some(p) = addr.dist_init_port {
-        a.value(&[&DIST_INIT_ADDR], host_port(&addr.host, p), format!("{inst_path}.dist_init_port"), Scope::Process);
-        a.push(&NNODES, vec![inst.nodes.len().to_string()], Origin::Derived, Scope::Process);
-        a.push(&NODE_RANK, vec![rank.to_string()], Origin::Derived, Scope::Process);
-    }
-    if base_gpu != 0 {
-        a.value(&[&BASE_GPU_ID], base_gpu, format!("{node_path}.base_gpu_id"), Scope::Process);
-    }
-    if let Some(p) = inst.nccl_port {
-        a.value(&[&NCCL_PORT], p, format!("{inst_path}.nccl_port"), Scope::Process);
-    }
-
-    // Parallelism.
-    a.value(&[&TP_SIZE], side.tp, a.side("tp"), Scope::Role);
-    let has_attn_dp_flag = ATTN_DP_SIZE.in_release(d.sglang_version);
-    if side.attn_dp > 1 && !has_attn_dp_flag {
-        // Before 0.5.23 DP attention is `--dp-size N --enable-dp-attention`, and a replica count
-        // has no flag left to say it.
-        a.value(&[&DP_SIZE], side.attn_dp, a.side("attn_dp"), Scope::Role);
-        a.switch(&[&ENABLE_DP_ATTENTION], true, a.side("attn_dp"));
-        if side.dp > 1 {
-            a.dropped.push(Dropped {
-                path: a.side("dp"),
-                value: side.dp.to_string(),
-                flags: vec![&DP_SIZE],
-                reason: Some(format!(
-                    "before 0.5.23 `--dp-size` carries the DP-attention width `{side_path}.attn_dp`, so a separate \
-                     replica count cannot be expressed"
-                )),
-            });
+    let mut a = ArgList { release: d.sglang_version, args: Vec::new(), dropped: Vec::new() };
+    let inst = &side.instances[at.instance];
+    let node = &inst.nodes[at.node];
+    let inst_path = format!("{side_path}.instances[{}]", at.instance);
+    let node_path = format!("{inst_path}.nodes[{}]", at.node);
+    let side_field = |field: &str| format!("{side_path}.{field}");
+    for &flag in SERVER_FLAGS {
+        if let Some(get) = flag.bind.get {
+            let Some(candidates) = spellings_at(flag, role) else { continue };
+            if let (Some(value), Some(path)) = (get(d, at), flag.path(at)) {
+                let scope = if flag.per_process() { Scope::Process } else { Scope::Role };
+                a.write(&candidates, value, path, scope);
+            }
+            continue;
         }
-    } else {
-        if side.dp > 1 {
-            a.value(&[&DP_SIZE], side.dp, a.side("dp"), Scope::Role);
-        }
-        if side.attn_dp > 1 {
-            a.value(&[&ATTN_DP_SIZE], side.attn_dp, a.side("attn_dp"), Scope::Role);
+        let is = |f: &'static Flag| std::ptr::eq(flag, f);
+        if is(&DISAGGREGATION_MODE) {
+            a.push(&DISAGGREGATION_MODE, vec![role.as_str().into()], Origin::Derived, Scope::Role);
+        } else if is(&BOOTSTRAP_PORT) {
+            let bootstrap_path = match role {
+                Role::Prefill => format!("{inst_path}.bootstrap_port"),
+                Role::Decode => "prefill.instances[0].bootstrap_port".to_owned(),
+            };
+            a.value(&BOOTSTRAP_PORT, addr.bootstrap_port, bootstrap_path, Scope::Process);
+        } else if is(&HOST) {
+            let bind = side.bind_host.clone().unwrap_or_else(|| node.host.clone());
+            let bind_path =
+                if side.bind_host.is_some() { side_field("bind_host") } else { format!("{node_path}.host") };
+            a.value(&HOST, bind, bind_path, Scope::Process);
+        } else if is(&PORT) {
+            a.value(&PORT, addr.port, format!("{inst_path}.port"), Scope::Process);
+        } else if is(&DIST_INIT_ADDR) {
+            if let Some(p) = addr.dist_init_port {
+                let path = format!("{inst_path}.dist_init_port");
+                a.value(&DIST_INIT_ADDR, host_port(&addr.host, p), path, Scope::Process);
+                a.push(&NNODES, vec![inst.nodes.len().to_string()], Origin::Derived, Scope::Process);
+                a.push(&NODE_RANK, vec![at.node.to_string()], Origin::Derived, Scope::Process);
+            }
+        } else if is(&BASE_GPU_ID) {
+            if base_gpu != 0 {
+                a.value(&BASE_GPU_ID, base_gpu, format!("{node_path}.base_gpu_id"), Scope::Process);
+            }
+        } else if is(&DP_SIZE) {
+            data_parallel(&mut a, side, side_path);
         }
     }
-    if side.pp > 1 {
-        a.value(&[&PP_SIZE], side.pp, a.side("pp"), Scope::Role);
-    }
-    a.opt(&[&EP_SIZE], &side.ep, a.side("ep"));
-    if side.attn_cp > 1 {
-        a.value(&[&ATTN_CP_SIZE], side.attn_cp, a.side("attn_cp"), Scope::Role);
-    }
-    a.switch(&[&ENABLE_PREFILL_CP], side.enable_prefill_cp, a.side("enable_prefill_cp"));
-    if side.dcp > 1 {
-        a.value(&[&DCP_SIZE], side.dcp, a.side("dcp"), Scope::Role);
-    }
-    a.opt(&[&MOE_A2A_BACKEND], &side.moe_a2a_backend, a.side("moe_a2a_backend"));
-    a.opt(&[&DEEPEP_MODE], &side.deepep_mode, a.side("deepep_mode"));
-    a.opt(&[&MOE_DENSE_TP_SIZE], &side.moe_dense_tp, a.side("moe_dense_tp"));
-    a.switch(&[&ENABLE_DP_LM_HEAD], side.enable_dp_lm_head, a.side("enable_dp_lm_head"));
-
-    // KV layout: shared, always explicit.
-    a.value(&[&PAGE_SIZE], sh.page_size, "shared.page_size".into(), Scope::Role);
-    a.value(&[&KV_CACHE_DTYPE], sh.kv_cache_dtype, "shared.kv_cache_dtype".into(), Scope::Role);
-    a.opt(&[&ATTENTION_BACKEND], &sh.attention_backend, "shared.attention_backend".into());
-    a.opt(&[&PREFILL_ATTENTION_BACKEND], &sh.prefill_attention_backend, "shared.prefill_attention_backend".into());
-    a.opt(&[&DECODE_ATTENTION_BACKEND], &sh.decode_attention_backend, "shared.decode_attention_backend".into());
-    a.opt(&[&DSA_PREFILL_BACKEND, &NSA_PREFILL_BACKEND], &sh.dsa_prefill_backend, "shared.dsa_prefill_backend".into());
-    a.opt(&[&DSA_DECODE_BACKEND, &NSA_DECODE_BACKEND], &sh.dsa_decode_backend, "shared.dsa_decode_backend".into());
-    if let Some(s) = sh.speculative.as_ref().filter(|s| !(s.decode_only && role == Role::Prefill)) {
-        a.value(&[&SPECULATIVE_ALGORITHM], &s.algorithm, "shared.speculative.algorithm".into(), Scope::Role);
-        a.opt(&[&SPECULATIVE_DRAFT_MODEL_PATH], &s.draft_model_path, "shared.speculative.draft_model_path".into());
-        a.opt(&[&SPECULATIVE_NUM_STEPS], &s.num_steps, "shared.speculative.num_steps".into());
-        a.opt(&[&SPECULATIVE_EAGLE_TOPK], &s.eagle_topk, "shared.speculative.eagle_topk".into());
-        a.opt(&[&SPECULATIVE_NUM_DRAFT_TOKENS], &s.num_draft_tokens, "shared.speculative.num_draft_tokens".into());
-        a.opt(
-            &[&SPECULATIVE_DRAFT_KV_CACHE_DTYPE],
-            &s.draft_kv_cache_dtype,
-            "shared.speculative.draft_kv_cache_dtype".into(),
-        );
-        a.opt(
-            &[&SPECULATIVE_DRAFT_ATTENTION_BACKEND],
-            &s.draft_attention_backend,
-            "shared.speculative.draft_attention_backend".into(),
-        );
-    }
-    a.opt(&[&KV_CANARY], &sh.kv_canary, "shared.kv_canary".into());
-    a.opt(&[&KV_CANARY_REAL_DATA], &sh.kv_canary_real_data, "shared.kv_canary_real_data".into());
-    a.switch(&[&ENABLE_UNIFIED_MEMORY], sh.enable_unified_memory, "shared.enable_unified_memory".into());
-    a.switch(
-        &[&ENABLE_PAGE_MAJOR_KV_LAYOUT],
-        sh.enable_page_major_kv_layout,
-        "shared.enable_page_major_kv_layout".into(),
-    );
-
-    // Memory, batching and side-only features.
-    a.opt(&[&MEM_FRACTION_STATIC], &side.mem_fraction_static, a.side("mem_fraction_static"));
-    a.opt(&[&MAX_RUNNING_REQUESTS], &side.max_running_requests, a.side("max_running_requests"));
-    a.opt(&[&CHUNKED_PREFILL_SIZE], &side.chunked_prefill_size, a.side("chunked_prefill_size"));
-    a.opt(&[&MAX_PREFILL_TOKENS], &side.max_prefill_tokens, a.side("max_prefill_tokens"));
-    let graph_bs: &[&'static Flag] = match role {
-        Role::Prefill => &[&CUDA_GRAPH_MAX_BS_PREFILL],
-        Role::Decode => &[&CUDA_GRAPH_MAX_BS_DECODE, &CUDA_GRAPH_MAX_BS],
-    };
-    a.opt(graph_bs, &side.cuda_graph_max_bs, a.side("cuda_graph_max_bs"));
-    let no_graph: &[&'static Flag] = match role {
-        Role::Prefill => &[&DISABLE_PREFILL_CUDA_GRAPH, &DISABLE_CUDA_GRAPH],
-        Role::Decode => &[&DISABLE_DECODE_CUDA_GRAPH, &DISABLE_CUDA_GRAPH],
-    };
-    a.switch(no_graph, side.disable_cuda_graph, a.side("disable_cuda_graph"));
-    a.opt(&[&LOAD_BALANCE_METHOD], &side.load_balance_method, a.side("load_balance_method"));
-    if let Some(h) = &side.hicache {
-        a.switch(
-            &[&ENABLE_HIERARCHICAL_CACHE],
-            !side.decode_offload_kvcache || role == Role::Prefill,
-            a.side("hicache"),
-        );
-        a.opt(&[&HICACHE_RATIO], &h.ratio, a.side("hicache.ratio"));
-        a.opt(&[&HICACHE_SIZE], &h.size, a.side("hicache.size"));
-        a.opt(&[&HICACHE_STORAGE_BACKEND], &h.storage_backend, a.side("hicache.storage_backend"));
-        a.opt(&[&HICACHE_WRITE_POLICY], &h.write_policy, a.side("hicache.write_policy"));
-    }
-    a.switch(&[&DECODE_RADIX_CACHE], side.decode_radix_cache, a.side("decode_radix_cache"));
-    a.switch(&[&DECODE_OFFLOAD_KVCACHE], side.decode_offload_kvcache, a.side("decode_offload_kvcache"));
-    a.opt(&[&DECODE_RETRACTION_BACKUP], &side.decode_retraction_backup, a.side("decode_retraction_backup"));
-    a.opt(&[&NUM_RESERVED_DECODE_TOKENS], &side.num_reserved_decode_tokens, a.side("num_reserved_decode_tokens"));
-    a.opt(&[&DECODE_EXTRA_SLOTS], &side.decode_extra_slots, a.side("decode_extra_slots"));
-    a.opt(&[&OPTIMISTIC_PREFILL_ATTEMPTS], &side.optimistic_prefill_attempts, a.side("optimistic_prefill_attempts"));
-    a.switch(&[&ENABLE_METRICS], side.enable_metrics, a.side("enable_metrics"));
 
     // The escape hatch, last so that (as with argparse) it wins.
     let (mut args, dropped) = (a.args, a.dropped);
@@ -568,6 +456,37 @@ fn server_args(
         });
     }
     (args, dropped)
+}
+
+/// `--dp-size`, `--attn-dp-size` and `--enable-dp-attention`: the release decides how DP
+/// attention is spelled.
+fn data_parallel(a: &mut ArgList, side: &Side, side_path: &str) {
+    use flags::*;
+    let side_field = |field: &str| format!("{side_path}.{field}");
+    if side.attn_dp > 1 && !ATTN_DP_SIZE.in_release(a.release) {
+        // Before 0.5.23 DP attention is `--dp-size N --enable-dp-attention`, and a replica count
+        // has no flag left to say it.
+        a.value(&DP_SIZE, side.attn_dp, side_field("attn_dp"), Scope::Role);
+        a.write(&[&ENABLE_DP_ATTENTION], Written::Switch(true), side_field("attn_dp"), Scope::Role);
+        if side.dp > 1 {
+            a.dropped.push(Dropped {
+                path: side_field("dp"),
+                value: side.dp.to_string(),
+                flags: vec![&DP_SIZE],
+                reason: Some(format!(
+                    "before 0.5.23 `--dp-size` carries the DP-attention width `{side_path}.attn_dp`, so a separate \
+                     replica count cannot be expressed"
+                )),
+            });
+        }
+    } else {
+        if side.dp > 1 {
+            a.value(&DP_SIZE, side.dp, side_field("dp"), Scope::Role);
+        }
+        if side.attn_dp > 1 {
+            a.value(&ATTN_DP_SIZE, side.attn_dp, side_field("attn_dp"), Scope::Role);
+        }
+    }
 }
 
 fn url(host: &str, port: u16) -> String {
@@ -586,38 +505,40 @@ fn router_process(d: &Deployment, addrs: &FastMap<(Role, usize), InstanceAddr>) 
             args.push(Arg { flag: Some(flag), tokens, origin, scope: Scope::Role });
         }
     };
-    push(&R_PD_DISAGGREGATION, vec![], Origin::Derived);
-    let mut prefills = Vec::new();
-    for i in 0..d.prefill.instances.len() {
-        let a = &addrs[&(Role::Prefill, i)];
-        let entry = RouterPrefill { url: url(&a.host, a.port), bootstrap_port: Some(a.bootstrap_port) };
-        push(
-            &R_PREFILL,
-            vec![entry.url.clone(), a.bootstrap_port.to_string()],
-            Origin::field(format!("prefill.instances[{i}]")),
-        );
-        prefills.push(entry);
-    }
-    let mut decodes = Vec::new();
-    for i in 0..d.decode.instances.len() {
-        let a = &addrs[&(Role::Decode, i)];
-        let u = url(&a.host, a.port);
-        push(&R_DECODE, vec![u.clone()], Origin::field(format!("decode.instances[{i}]")));
-        decodes.push(u);
-    }
-    push(&R_HOST, vec![r.host.clone()], Origin::field("router.host"));
-    push(&R_PORT, vec![r.port.to_string()], Origin::field("router.port"));
-    for (flag, v, path) in [
-        (&R_POLICY, r.policy, "router.policy"),
-        (&R_PREFILL_POLICY, r.prefill_policy, "router.prefill_policy"),
-        (&R_DECODE_POLICY, r.decode_policy, "router.decode_policy"),
-    ] {
-        if let Some(p) = v {
-            push(flag, vec![p.to_string()], Origin::field(path));
+    let (mut prefills, mut decodes) = (Vec::new(), Vec::new());
+    // The table's router flags in order: bound fields through their bindings, the server lists
+    // from the instances' addresses.
+    let at = At { role: Role::Prefill, instance: 0, node: 0 };
+    for &flag in ROUTER_FLAGS {
+        if let Some(get) = flag.bind.get {
+            if let (Some(value), Some(path)) = (get(d, at), flag.path(at)) {
+                let values = match value {
+                    Written::Switch(_) => vec![],
+                    Written::Text(t) => vec![t],
+                };
+                push(flag, values, Origin::field(path));
+            }
+        } else if std::ptr::eq(flag, &R_PD_DISAGGREGATION) {
+            push(&R_PD_DISAGGREGATION, vec![], Origin::Derived);
+        } else if std::ptr::eq(flag, &R_PREFILL) {
+            for i in 0..d.prefill.instances.len() {
+                let a = &addrs[&(Role::Prefill, i)];
+                let entry = RouterPrefill { url: url(&a.host, a.port), bootstrap_port: Some(a.bootstrap_port) };
+                push(
+                    &R_PREFILL,
+                    vec![entry.url.clone(), a.bootstrap_port.to_string()],
+                    Origin::field(format!("prefill.instances[{i}]")),
+                );
+                prefills.push(entry);
+            }
+        } else if std::ptr::eq(flag, &R_DECODE) {
+            for i in 0..d.decode.instances.len() {
+                let a = &addrs[&(Role::Decode, i)];
+                let u = url(&a.host, a.port);
+                push(&R_DECODE, vec![u.clone()], Origin::field(format!("decode.instances[{i}]")));
+                decodes.push(u);
+            }
         }
-    }
-    if r.mini_lb {
-        push(&R_MINI_LB, vec![], Origin::field("router.mini_lb"));
     }
     for (k, tok) in r.extra_args.iter().enumerate() {
         args.push(Arg {
