@@ -37,7 +37,7 @@ pub fn explain_view(text: &str, dispatch: &Callback<Action>) -> Html {
                 <p>{spans(r.explanation)}</p>
                 <h4>{"Fix"}</h4>
                 <p>{spans(r.fix)}</p>
-                <p class="muted">{if r.lint_only {
+                <p class="muted">{if r.lint_only() {
                     "The Lint tab reports it in pasted scripts and manifests."
                 } else {
                     "The Builder reports it as you edit, and the Lint tab in pasted scripts and manifests."

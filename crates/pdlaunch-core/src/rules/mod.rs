@@ -12,57 +12,73 @@ use crate::plan::{Origin, Plan};
 use crate::release::{Release, RouterRelease};
 use crate::spec::{parse_argv, Parsed};
 
-mod pd001_page_size_mismatch;
-mod pd002_kv_cache_dtype_mismatch;
-mod pd003_kv_cache_dtype_spelling;
-mod pd004_kv_element_type_mismatch;
-mod pd005_shared_setting_mismatch;
-mod pd006_should_match_setting;
-mod pd007_attn_tp_divisibility;
-mod pd008_hetero_tp_unsupported;
-mod pd009_hetero_tp_staging_buffer;
-mod pd010_decode_pp;
-mod pd011_decode_context_parallel;
-mod pd012_dcp_pairing;
-mod pd013_fake_backend_on_prefill;
-mod pd014_decode_hicache_without_radix;
-mod pd015_decode_offload_without_storage;
-mod pd016_chunked_prefill_page_multiple;
-mod pd017_bootstrap_port_link;
-mod pd018_loopback_with_remote_peer;
-mod pd019_port_collision;
-mod pd020_gpu_topology;
-mod pd021_deepep_normal_on_decode;
-mod pd022_speculative_one_side;
-mod pd023_kv_canary_one_side;
-mod pd024_invalid_argument;
-mod pd025_field_not_in_release;
-mod pd026_deprecated_flag;
-mod pd027_extra_arg_overrides_field;
-mod pd028_dp_attention_divisibility;
-mod pd029_multi_node_dp;
-mod pd030_moe_dense_tp;
-mod pd031_pp_with_speculative;
-mod pd032_staging_buffer_misuse;
-mod pd033_env_contract_mismatch;
-mod pd034_ep_size_overridden;
-mod pd035_served_name_colon;
-mod pd036_mixed_gpu_auto_defaults;
-mod pd037_missing_disaggregation_mode;
-mod pd038_kv_heads_divisibility;
-mod pd039_page_size_set_by_model;
-mod pd040_decode_kv_capacity;
-mod pd041_repeated_flag;
-mod pd042_config_equals_form;
-mod pd043_config_file_key;
-mod pd044_unknown_value;
-mod pd045_incomplete_deployment;
-mod pd046_node_args_mismatch;
-mod pd047_srun_same_node_rank;
-mod pd048_node_ranks;
-mod pd049_service_discovery_misses;
-mod pd050_kubernetes_refused;
-mod pd051_prefill_pods_behind_one_address;
+/// Declares each rule's module and lists its `RULE` in [`RULES`], from one list of modules.
+macro_rules! rules {
+    ($($module:ident),* $(,)?) => {
+        $(mod $module;)*
+
+        /// Every rule, in code order. Codes are stable: never renumber, only append.
+        pub static RULES: &[&Rule] = &[$(&$module::RULE),*];
+
+        /// The module of each rule, in the order of [`RULES`].
+        #[cfg(test)]
+        static MODULES: &[&str] = &[$(stringify!($module)),*];
+    };
+}
+
+rules! {
+    pd001_page_size_mismatch,
+    pd002_kv_cache_dtype_mismatch,
+    pd003_kv_cache_dtype_spelling,
+    pd004_kv_element_type_mismatch,
+    pd005_shared_setting_mismatch,
+    pd006_should_match_setting,
+    pd007_attn_tp_divisibility,
+    pd008_hetero_tp_unsupported,
+    pd009_hetero_tp_staging_buffer,
+    pd010_decode_pp,
+    pd011_decode_context_parallel,
+    pd012_dcp_pairing,
+    pd013_fake_backend_on_prefill,
+    pd014_decode_hicache_without_radix,
+    pd015_decode_offload_without_storage,
+    pd016_chunked_prefill_page_multiple,
+    pd017_bootstrap_port_link,
+    pd018_loopback_with_remote_peer,
+    pd019_port_collision,
+    pd020_gpu_topology,
+    pd021_deepep_normal_on_decode,
+    pd022_speculative_one_side,
+    pd023_kv_canary_one_side,
+    pd024_invalid_argument,
+    pd025_field_not_in_release,
+    pd026_deprecated_flag,
+    pd027_extra_arg_overrides_field,
+    pd028_dp_attention_divisibility,
+    pd029_multi_node_dp,
+    pd030_moe_dense_tp,
+    pd031_pp_with_speculative,
+    pd032_staging_buffer_misuse,
+    pd033_env_contract_mismatch,
+    pd034_ep_size_overridden,
+    pd035_served_name_colon,
+    pd036_mixed_gpu_auto_defaults,
+    pd037_missing_disaggregation_mode,
+    pd038_kv_heads_divisibility,
+    pd039_page_size_set_by_model,
+    pd040_decode_kv_capacity,
+    pd041_repeated_flag,
+    pd042_config_equals_form,
+    pd043_config_file_key,
+    pd044_unknown_value,
+    pd045_incomplete_deployment,
+    pd046_node_args_mismatch,
+    pd047_srun_same_node_rank,
+    pd048_node_ranks,
+    pd049_service_discovery_misses,
+    pd050_kubernetes_refused,
+    pd051_prefill_pods_behind_one_address,
+}
 
 // Rules whose findings the linter raises itself, named directly (looking them up by code for
 // every group cost more than the lookup is worth).
@@ -74,61 +90,6 @@ pub(crate) use pd045_incomplete_deployment::RULE as PD045;
 pub(crate) use pd047_srun_same_node_rank::{finding as pd047, SameRank};
 pub(crate) use pd049_service_discovery_misses::RULE as PD049;
 pub(crate) use pd051_prefill_pods_behind_one_address::RULE as PD051;
-
-/// Every rule, in code order. Codes are stable: never renumber, only append.
-pub static RULES: &[&Rule] = &[
-    &pd001_page_size_mismatch::RULE,
-    &pd002_kv_cache_dtype_mismatch::RULE,
-    &pd003_kv_cache_dtype_spelling::RULE,
-    &pd004_kv_element_type_mismatch::RULE,
-    &pd005_shared_setting_mismatch::RULE,
-    &pd006_should_match_setting::RULE,
-    &pd007_attn_tp_divisibility::RULE,
-    &pd008_hetero_tp_unsupported::RULE,
-    &pd009_hetero_tp_staging_buffer::RULE,
-    &pd010_decode_pp::RULE,
-    &pd011_decode_context_parallel::RULE,
-    &pd012_dcp_pairing::RULE,
-    &pd013_fake_backend_on_prefill::RULE,
-    &pd014_decode_hicache_without_radix::RULE,
-    &pd015_decode_offload_without_storage::RULE,
-    &pd016_chunked_prefill_page_multiple::RULE,
-    &pd017_bootstrap_port_link::RULE,
-    &pd018_loopback_with_remote_peer::RULE,
-    &pd019_port_collision::RULE,
-    &pd020_gpu_topology::RULE,
-    &pd021_deepep_normal_on_decode::RULE,
-    &pd022_speculative_one_side::RULE,
-    &pd023_kv_canary_one_side::RULE,
-    &pd024_invalid_argument::RULE,
-    &pd025_field_not_in_release::RULE,
-    &pd026_deprecated_flag::RULE,
-    &pd027_extra_arg_overrides_field::RULE,
-    &pd028_dp_attention_divisibility::RULE,
-    &pd029_multi_node_dp::RULE,
-    &pd030_moe_dense_tp::RULE,
-    &pd031_pp_with_speculative::RULE,
-    &pd032_staging_buffer_misuse::RULE,
-    &pd033_env_contract_mismatch::RULE,
-    &pd034_ep_size_overridden::RULE,
-    &pd035_served_name_colon::RULE,
-    &pd036_mixed_gpu_auto_defaults::RULE,
-    &pd037_missing_disaggregation_mode::RULE,
-    &pd038_kv_heads_divisibility::RULE,
-    &pd039_page_size_set_by_model::RULE,
-    &pd040_decode_kv_capacity::RULE,
-    &pd041_repeated_flag::RULE,
-    &pd042_config_equals_form::RULE,
-    &pd043_config_file_key::RULE,
-    &pd044_unknown_value::RULE,
-    &pd045_incomplete_deployment::RULE,
-    &pd046_node_args_mismatch::RULE,
-    &pd047_srun_same_node_rank::RULE,
-    &pd048_node_ranks::RULE,
-    &pd049_service_discovery_misses::RULE,
-    &pd050_kubernetes_refused::RULE,
-    &pd051_prefill_pods_behind_one_address::RULE,
-];
 
 /// The rule with this code (case-insensitive), or with this name.
 pub fn rule(code_or_name: &str) -> Option<&'static Rule> {
@@ -176,12 +137,39 @@ pub struct Rule {
     pub sglang_errors: &'static [&'static str],
     /// The general fix.
     pub fix: &'static str,
-    /// Only written commands can break it (a repeated flag, a `${VAR}`, nodes started differently):
-    /// a rendered deployment cannot, so `check` of a deployment does not run it, and only `lint`
-    /// reports it.
-    pub lint_only: bool,
-    /// The check.
-    pub check: fn(&Context) -> Vec<Finding>,
+    /// The check, and what it reads.
+    pub check: Check,
+}
+
+impl Rule {
+    /// True when only written commands can break it (a repeated flag, a `${VAR}`, nodes started
+    /// differently): a rendered deployment cannot, so `check` of a deployment does not run it,
+    /// and only `lint` reports it.
+    pub fn lint_only(&self) -> bool {
+        !matches!(self.check, Check::Deployment(_))
+    }
+}
+
+/// What a rule's check reads, which says where it runs.
+#[derive(Clone, Copy, Debug)]
+pub enum Check {
+    /// The servers and the router as SGLang will see them: run on a rendered deployment and on
+    /// linted commands alike.
+    Deployment(fn(&Context) -> Vec<Finding>),
+    /// The same views, but only written commands can break it (a repeated flag, nodes started
+    /// with different arguments): a rendered deployment cannot, so `check` leaves it out.
+    Commands(fn(&Context) -> Vec<Finding>),
+}
+
+impl Check {
+    /// The check of the servers' and router's views, when it has one and `deployment` (a
+    /// rendered deployment's context) does not leave it out.
+    fn of_views(self, deployment: bool) -> Option<fn(&Context) -> Vec<Finding>> {
+        match self {
+            Check::Deployment(f) => Some(f),
+            Check::Commands(f) => (!deployment).then_some(f),
+        }
+    }
 }
 
 /// Where a finding points.
@@ -546,8 +534,8 @@ pub(crate) fn labels(servers: &[&ServerView]) -> String {
 
 /// Runs every rule; findings come out errors first, then by code, without duplicates.
 pub fn run(ctx: &Context) -> Vec<Finding> {
-    let rules = RULES.iter().filter(|r| ctx.deployment.is_none() || !r.lint_only);
-    let mut out = unique(rules.flat_map(|r| (r.check)(ctx)));
+    let deployment = ctx.deployment.is_some();
+    let mut out = unique(RULES.iter().filter_map(|r| r.check.of_views(deployment)).flat_map(|check| check(ctx)));
     crate::sort::sort_by(&mut out, |a, b| a.severity.cmp(&b.severity).then(a.code.cmp(b.code)));
     out
 }
@@ -731,6 +719,24 @@ mod edge_values {
 }
 
 #[cfg(test)]
+mod registry_tests {
+    use super::*;
+
+    /// The list of modules is the registry: each rule's module is named by its code and name, and
+    /// the codes follow one another from PD001, so a rule left out of the list or listed out of
+    /// order shows here.
+    #[test]
+    fn each_module_is_its_rules_code_and_name_in_code_order() {
+        assert_eq!(MODULES.len(), RULES.len());
+        for (i, (module, rule)) in MODULES.iter().zip(RULES).enumerate() {
+            assert_eq!(rule.code, format!("PD{:03}", i + 1), "{module}");
+            let want = format!("{}_{}", rule.code.to_ascii_lowercase(), rule.name.replace('-', "_"));
+            assert_eq!(*module, want);
+        }
+    }
+}
+
+#[cfg(test)]
 mod unique_tests {
     use super::*;
 
@@ -779,13 +785,14 @@ mod lint_only_tests {
         assert!(check(&repeated).findings.iter().any(|f| f.code == "PD027"));
         assert!(check(&nulled).findings.iter().any(|f| f.code == "PD037"));
         all.extend([repeated, nulled, deepseek()]);
-        let lint_only: Vec<&Rule> = RULES.iter().copied().filter(|r| r.lint_only).collect();
+        let lint_only: Vec<&Rule> = RULES.iter().copied().filter(|r| r.lint_only()).collect();
         assert_eq!(lint_only.len(), 9);
         for d in &all {
             let plan = crate::plan::plan(d);
             let ctx = Context::from_deployment(d, &plan);
             for rule in &lint_only {
-                let found = (rule.check)(&ctx);
+                let Check::Commands(check) = rule.check else { continue };
+                let found = check(&ctx);
                 assert!(found.is_empty(), "{} fired on a deployment: {found:?}", rule.code);
             }
         }

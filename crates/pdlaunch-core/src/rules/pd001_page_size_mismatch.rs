@@ -1,6 +1,6 @@
 //! PD001: the effective page size differs between prefill and decode.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 
 /// The decode compares its KV pool's page size with the prefill's on the first request.
 ///
@@ -22,8 +22,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Set one `shared.page_size` that every backend in use keeps (16, 32 or 64 suit most), and do not \
         override `--page-size` or the attention backend in one side's `extra_args`.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 fn check(ctx: &Context) -> Vec<Finding> {

@@ -1,6 +1,6 @@
 //! PD002: the effective KV-cache dtype string differs between prefill and decode.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::effective::Resolved;
 
 /// The decode compares the prefill's `kv_cache_dtype_str` with its own on the first request.
@@ -20,8 +20,7 @@ pub static RULE: Rule = Rule {
     sglang_errors: &[super::KV_DTYPE_MISMATCH_ERROR],
     fix: "Set one explicit `shared.kv_cache_dtype` (for DSA models `fp8_e4m3` or `bfloat16`, never `auto` on \
         mixed GPU generations) and do not override `--kv-cache-dtype` in one side's `extra_args`.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 /// SGLang's rewrite of the value, in parentheses, or nothing.

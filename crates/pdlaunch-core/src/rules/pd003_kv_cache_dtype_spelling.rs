@@ -1,6 +1,6 @@
 //! PD003: the two KV-cache dtype strings differ but name the same element type.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::effective::ServerView;
 
 /// Explains the PD002 errors that are only a spelling difference.
@@ -20,8 +20,7 @@ pub static RULE: Rule = Rule {
     sglang_errors: &[super::KV_DTYPE_MISMATCH_ERROR],
     fix: "Write one spelling on both sides: set `shared.kv_cache_dtype` and remove per-side `--kv-cache-dtype` \
         overrides.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 /// The element type a KV-cache dtype string stores on `s`: `None` for `auto` when the model dtype

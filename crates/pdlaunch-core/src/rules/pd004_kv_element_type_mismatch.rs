@@ -1,6 +1,6 @@
 //! PD004: both sides say `--kv-cache-dtype auto` but store KV in different element types.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::effective::ServerView;
 
 /// With `auto` the KV element type is the model dtype (`--dtype`), which SGLang never compares.
@@ -23,8 +23,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Set the dtype once in `model.dtype` and remove per-side `--dtype` overrides (or set an explicit \
         `shared.kv_cache_dtype`).",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 /// SGLang's `--dtype`, with its synonyms folded (`half` is `float16`, `float` is `float32`).

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::effective::ServerView;
 use crate::fast_hash::NameIndex;
 use crate::flags::{Flag, Kind, Relation, SERVER_FLAGS};
@@ -30,8 +30,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Set the value once in its shared field (`model.*` or `shared.*`) and remove per-side overrides from \
         `prefill.extra_args`/`decode.extra_args`.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 /// Destinations a dedicated rule reports with more context.

@@ -1,6 +1,6 @@
 //! PD006: a setting that should be equal on both sides (per the flag table) differs.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::flags::Relation;
 
 /// Every `ShouldMatch` flag of the table (context length, served model name), compared between
@@ -23,8 +23,7 @@ pub static RULE: Rule = Rule {
         "the gateway lists the prefill and the decode under different model names",
     ],
     fix: "Set the value once in its `model.*` field and remove per-side overrides from `extra_args`.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 fn check(ctx: &Context) -> Vec<Finding> {

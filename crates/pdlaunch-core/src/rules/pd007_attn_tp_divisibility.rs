@@ -1,6 +1,6 @@
 //! PD007: one side's attention TP size is not a multiple of the other's.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::effective::ServerView;
 
 /// The decode maps its attention-TP ranks onto the prefill's by integer division of the two sizes.
@@ -23,8 +23,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Choose `prefill.tp`/`decode.tp` (with `attn_dp`/`attn_cp`) so that one side's attention TP size is a \
         multiple of the other's.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 /// `4 (tp 8 / attn_dp 2)`: the attention TP size with how it was derived.

@@ -1,6 +1,6 @@
 //! PD008: different attention TP sizes where SGLang cannot reslice the KV at all.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 
 /// Heterogeneous TP is refused for non-MLA hybrid sliding-window models and for unified memory.
 ///
@@ -22,8 +22,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Use the same attention TP size on both sides (`prefill.tp`/`decode.tp` with `attn_dp`), or for \
         unified memory turn off `shared.enable_unified_memory`.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 fn check(ctx: &Context) -> Vec<Finding> {

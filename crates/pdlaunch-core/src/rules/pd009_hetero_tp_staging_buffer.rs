@@ -1,6 +1,6 @@
 //! PD009: different attention TP sizes on a non-MLA model without the staging buffer.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::deployment::AttentionKind;
 use crate::effective::ServerView;
 
@@ -22,8 +22,7 @@ pub static RULE: Rule = Rule {
     sglang_errors: &["Performance is NOT guaranteed when using different TP sizes for non-MLA models. "],
     fix: "Set `SGLANG_DISAGG_STAGING_BUFFER: \"1\"` in `shared.env` (both sides need it), or use the same attention \
         TP size on both sides.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 /// SGLang reads boolean environment variables as `true`/`1`, case-insensitively.

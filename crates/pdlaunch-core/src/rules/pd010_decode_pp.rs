@@ -1,6 +1,6 @@
 //! PD010: the decode's pipeline-parallel size is neither the prefill's nor 1.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 
 /// The decode maps PP stages rank to rank (equal sizes) or pulls every prefill stage (decode PP 1).
 ///
@@ -16,8 +16,7 @@ pub static RULE: Rule = Rule {
         Every other combination fails an assertion there, which kills the decode scheduler.",
     sglang_errors: &["Decode pp size ({self.pp_size}) should be equal to prefill pp size ({info.pp_size}) or 1"],
     fix: "Set `decode.pp` to the prefill's PP size, or to 1.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 fn check(ctx: &Context) -> Vec<Finding> {

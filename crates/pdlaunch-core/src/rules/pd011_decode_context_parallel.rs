@@ -1,6 +1,6 @@
 //! PD011: attention context parallelism on a decode server.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::deployment::Role;
 
 /// Attention CP splits a prompt's tokens across ranks, which only the prefill does; the decode's
@@ -20,8 +20,7 @@ pub static RULE: Rule = Rule {
         "CP is only supported for prefill when PD disaggregation, please remove --enable-prefill-cp.",
     ],
     fix: "Remove `decode.attn_cp` and `decode.enable_prefill_cp` (or the matching flags in `decode.extra_args`).",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 fn check(ctx: &Context) -> Vec<Finding> {

@@ -1,6 +1,6 @@
 //! PD012: decode context parallelism (DCP) in a combination SGLang refuses.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::deployment::{AttentionKind, Role};
 use crate::effective::ServerView;
 
@@ -31,8 +31,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Use equal `prefill.dcp`/`decode.dcp`, or `prefill.dcp: 1` with an MLA model; on a DCP decode keep \
         `shared.transfer_backend` mooncake or nixl and drop `decode.decode_radix_cache` and `decode.hicache`.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 /// Transfer backends a DCP decode accepts (`mooncake_tcp` is rewritten to `mooncake` before the check).

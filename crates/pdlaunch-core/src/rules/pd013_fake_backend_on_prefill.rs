@@ -1,6 +1,6 @@
 //! PD013: a prefill server with the `fake` transfer backend.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::deployment::Role;
 
 /// `fake` lets a decode run synthetic benchmarks without any prefill; a prefill cannot use it and
@@ -15,8 +15,7 @@ pub static RULE: Rule = Rule {
     sglang_errors: &["Prefill server does not support 'fake' as the transfer backend"],
     fix: "Set `shared.transfer_backend` to a real backend (mooncake or nixl) and remove `fake` from \
         `prefill.extra_args`.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 fn check(ctx: &Context) -> Vec<Finding> {

@@ -1,6 +1,6 @@
 //! PD014: hierarchical cache on a decode server without the decode radix cache.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::deployment::Role;
 
 /// A decode server forces the chunk cache (`disable_radix_cache = True`) unless the decode radix
@@ -20,8 +20,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "On the decode, either set `decode.decode_radix_cache: true` next to `decode.hicache`, use \
         `decode.decode_offload_kvcache` with a storage backend instead, or remove `decode.hicache`.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 fn check(ctx: &Context) -> Vec<Finding> {

@@ -1,6 +1,6 @@
 //! PD015: decode KV offload without a storage backend, or on a prefill server.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::effective::ServerView;
 
 const OFFLOAD: &str = "disaggregation_decode_enable_offload_kvcache";
@@ -22,8 +22,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Give the decode a `decode.hicache.storage_backend` (the prefill usually uses the same one), and do not \
         set `prefill.decode_offload_kvcache`.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 /// Where `dest` was set on `s`, or `fallback`.

@@ -1,6 +1,6 @@
 //! PD016: the prefill's chunked-prefill size is not a multiple of the page size.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::deployment::Role;
 
 /// SGLang asserts `chunked_prefill_size % page_size == 0` on prefill servers (the decode skips
@@ -18,8 +18,7 @@ pub static RULE: Rule = Rule {
         integer as the page size; zero fails this check with a division by zero.",
     sglang_errors: &["chunked_prefill_size must be divisible by page_size"],
     fix: "Set `prefill.chunked_prefill_size` to a multiple of `shared.page_size` times the prefill's `attn_dp`.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 fn check(ctx: &Context) -> Vec<Finding> {

@@ -1,6 +1,6 @@
 //! PD017: the router, the prefill and the decode disagree on a prefill's bootstrap port.
 
-use super::{Context, Finding, RouterEntry, Rule, Severity};
+use super::{Check, Context, Finding, RouterEntry, Rule, Severity};
 use crate::deployment::Role;
 use crate::effective::ServerView;
 use crate::plan::host_port;
@@ -29,8 +29,7 @@ pub static RULE: Rule = Rule {
     fix: "Set each prefill's bootstrap port only in `prefill.instances[i].bootstrap_port`: pdlaunch renders the \
         prefill flag, the router entry and the decode fallback from it. Remove `--disaggregation-bootstrap-port`, \
         `--port` and `--host` overrides from `extra_args`.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 /// True when a server on `server_host` is the one a router URL host names. Loopback names all

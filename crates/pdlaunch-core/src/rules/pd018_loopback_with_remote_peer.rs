@@ -1,7 +1,7 @@
 //! PD018: a server bound to, or a router entry pointing at, a loopback address that a peer on
 //! another host (or at another address) must reach.
 
-use super::{Context, Finding, RouterEntry, Rule, Severity};
+use super::{Check, Context, Finding, RouterEntry, Rule, Severity};
 use crate::deployment::Role;
 use crate::effective::ServerView;
 use crate::plan::{host_port, Origin};
@@ -28,8 +28,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Bind servers to their node address or `0.0.0.0` (leave `prefill.bind_host` unset, or set it to \
         `0.0.0.0`), and give every node its real address in `instances[i].nodes[j].host`.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 fn is_loopback(h: &str) -> bool {

@@ -1,6 +1,6 @@
 //! PD019: two processes on one host listen on the same port.
 
-use super::{split_url, Context, Finding, Rule, Severity};
+use super::{split_url, Check, Context, Finding, Rule, Severity};
 use crate::effective::ServerView;
 use crate::plan::{Origin, DIST_INIT_PORT_BLOCK};
 
@@ -28,8 +28,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Give each process on a host its own ports: set distinct `port`, `bootstrap_port`, `dist_init_port` \
         (blocks of 7) and `nccl_port` on the instances that share a machine, and keep the router's `port` off them.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 /// Hosts that do not name one machine: the router bound there may run anywhere.

@@ -1,6 +1,6 @@
 //! PD020: GPU counts, ranges and node counts that do not add up.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::deployment::Role;
 use crate::effective::ServerView;
 use crate::plan::Origin;
@@ -30,8 +30,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Give every node `tp × pp / nodes` GPUs, give colocated processes disjoint `base_gpu_id` ranges, and keep \
         each range within the node's `gpus_installed`.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 /// The deployment path of a server's node, when checking a deployment.

@@ -1,6 +1,6 @@
 //! PD021: `--deepep-mode normal` on a decode server turns its CUDA graphs off.
 
-use super::{group, labels, Context, Finding, Rule, Severity};
+use super::{group, labels, Check, Context, Finding, Rule, Severity};
 use crate::deployment::Role;
 
 /// With `--moe-a2a-backend deepep`, the `normal` dispatch mode disables CUDA graphs for both
@@ -18,8 +18,7 @@ pub static RULE: Rule = Rule {
         token. Decode servers should use `low_latency` (or `auto`, which picks low-latency for decode batches).",
     sglang_errors: &["Cuda graph is disabled because deepep_mode=`normal`"],
     fix: "Set the decode side's `deepep_mode` to `low_latency` (or `auto`); keep `normal` on the prefill side only.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 fn check(ctx: &Context) -> Vec<Finding> {

@@ -1,6 +1,6 @@
 //! PD022: speculative decoding is configured differently on the two sides, or on the prefill only.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 
 /// With EAGLE-family algorithms a prefill that speculates runs the draft and ships its top-k and
 /// hidden states in the aux buffers, sized from its own algorithm; the decode reads them with
@@ -26,8 +26,7 @@ pub static RULE: Rule = Rule {
     sglang_errors: &["no error: the decode reads the prefill's draft top-k and hidden states with its own layout"],
     fix: "Configure speculative decoding once in `shared.speculative` (with `decode_only: true` for a decode \
         that speculates alone) and do not set `--speculative-*` flags in one side's `extra_args`.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 /// Algorithms whose state travels with the KV, by the name SGLang runs them under (NEXTN and

@@ -1,6 +1,6 @@
 //! PD023: the KV canary is enabled on only one side (or on a pool it cannot attach to).
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::deployment::AttentionKind;
 
 /// `--kv-canary` splices extra canary buffers into the KV region list that the PD transfer walks,
@@ -26,8 +26,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Set `shared.kv_canary` (it renders on both sides) and do not pass `--kv-canary` in one side's `extra_args`; \
         on MLA models leave it `none`.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 fn canary(s: &crate::effective::ServerView) -> String {

@@ -1,6 +1,6 @@
 //! PD024: an argument the target release's argparse rejects.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::flags;
 use crate::plan::Origin;
 use crate::release::{Release, RouterRelease};
@@ -33,8 +33,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Spell every option as the target release's spec does (`pdlaunch explain` lists them), use a value from its \
         choices, and prefer the deployment field over `extra_args` when the schema models the flag.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 /// Which program a problem belongs to, for release-aware wording.

@@ -1,7 +1,7 @@
 //! PD025: a deployment field that the target release cannot express.
 
 use super::pd024_invalid_argument::{argparse_text, is_verbatim, problems};
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::deployment::Role;
 use crate::plan::Origin;
 use crate::release::Release;
@@ -26,8 +26,7 @@ pub static RULE: Rule = Rule {
         "{prog}: error: argument {argument}: invalid {type} value: {value}",
     ],
     fix: "Target a release that has the flag or value (`sglang_version`), or remove the field.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 /// The fields the renderer left out (it records them as it renders, so no field can be

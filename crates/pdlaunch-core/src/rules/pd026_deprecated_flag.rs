@@ -1,7 +1,7 @@
 //! PD026: a deprecated spelling that the target release still accepts (or only accepts to fail).
 
 use super::pd027_extra_arg_overrides_field::{field_path, role_of_path};
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::effective::ServerView;
 use crate::flags;
 use crate::plan::Origin;
@@ -28,8 +28,7 @@ pub static RULE: Rule = Rule {
     ],
     fix:
         "Use the replacement flag, or better the deployment field that renders it, instead of the deprecated spelling.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 /// Replacements that are not another spelling of the same destination.

@@ -1,6 +1,6 @@
 //! PD027: `extra_args` set a flag that the deployment schema models.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::deployment::Role;
 use crate::effective::ServerView;
 use crate::flags::{self, Flag, Relation};
@@ -24,8 +24,7 @@ pub static RULE: Rule = Rule {
         only, desynchronizes the pair (KV layout, page size, dtype).",
     sglang_errors: &[],
     fix: "Remove the flag from `extra_args` and set the deployment field it renders from.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 /// The deployment path of a schema field (`Definition.property`, as in [`Flag::field`]) for one

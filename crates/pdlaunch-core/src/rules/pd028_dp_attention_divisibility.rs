@@ -1,7 +1,7 @@
 //! PD028: DP attention whose width does not divide the TP size.
 
 use super::{group, labels};
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 
 /// DP attention splits the `tp_size` GPUs of a server into `dp` attention groups of `tp / dp`
 /// GPUs each; SGLang asserts the division is exact while it post-processes the arguments.
@@ -16,8 +16,7 @@ pub static RULE: Rule = Rule {
         the peer side then waits on a bootstrap that never comes up.",
     sglang_errors: &["assert self.tp_size % self.dp_size == 0"],
     fix: "Choose a DP-attention width (`attn_dp`) that divides the side's `tp`.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 fn check(ctx: &Context) -> Vec<Finding> {

@@ -1,7 +1,7 @@
 //! PD029: plain data parallelism across nodes.
 
 use super::{group, labels};
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 
 /// Without DP attention, `--dp-size` starts independent replicas behind one DP controller, which
 /// SGLang only supports within one node.
@@ -15,8 +15,7 @@ pub static RULE: Rule = Rule {
         still span every GPU. `check_server_args` asserts this, so the server exits at startup.",
     sglang_errors: &["multi-node data parallel is not supported unless dp attention!"],
     fix: "Use DP attention (`attn_dp`) for multi-node instances, or run each replica as its own instance.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 fn check(ctx: &Context) -> Vec<Finding> {

@@ -1,7 +1,7 @@
 //! PD030: a dense-MLP TP size SGLang does not support.
 
 use super::{group, labels};
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::release::Release;
 
 /// `--moe-dense-tp-size` sets the TP size of the dense MLP layers of a MoE model. SGLang accepts
@@ -19,8 +19,7 @@ pub static RULE: Rule = Rule {
         "moe_dense_tp_size only support 1 and None currently",
     ],
     fix: "Set the side's `moe_dense_tp` to 1 (or to its `tp` on 0.5.19+), or leave it unset.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 fn check(ctx: &Context) -> Vec<Finding> {

@@ -1,7 +1,7 @@
 //! PD031: pipeline parallelism combined with speculative decoding.
 
 use super::{group, labels};
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 
 /// `--pp-size > 1` turns the overlap scheduler off and is incompatible with speculative decoding;
 /// SGLang asserts both in `check_server_args`.
@@ -16,8 +16,7 @@ pub static RULE: Rule = Rule {
         PP 1 while the prefill keeps PP.",
     sglang_errors: &["Pipeline parallelism is not compatible with overlap schedule, speculative decoding"],
     fix: "Set the side's `pp` to 1, or remove `shared.speculative`.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 fn check(ctx: &Context) -> Vec<Finding> {

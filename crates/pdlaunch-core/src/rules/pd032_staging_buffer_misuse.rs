@@ -1,7 +1,7 @@
 //! PD032: the staging buffer enabled where SGLang refuses it.
 
 use super::pd033_env_contract_mismatch::{env_on, env_origin};
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::deployment::{AttentionKind, Role};
 use crate::effective::ServerView;
 
@@ -26,8 +26,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Enable the staging buffer only for non-MLA models over Mooncake or NIXL, with a prefill \
         `chunked_prefill_size` that is a positive multiple of `shared.page_size`.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 const NAME: &str = "SGLANG_DISAGG_STAGING_BUFFER";

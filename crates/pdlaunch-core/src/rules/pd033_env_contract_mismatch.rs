@@ -1,6 +1,6 @@
 //! PD033: environment variables that are part of the PD contract differ between the sides.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::deployment::Role;
 use crate::effective::ServerView;
 use crate::plan::Origin;
@@ -29,8 +29,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Put PD-contract variables in `shared.env` (rendered on every server) rather than in one side's `env`, and \
         leave `SGLANG_USE_HND_KVCACHE` unset.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 /// PD-contract variables: name, SGLang's default (as the value is compared), whether a difference

@@ -1,7 +1,7 @@
 //! PD034: an explicit `--ep-size` that SGLang overwrites with the TP size.
 
 use super::{group, labels};
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::release::Release;
 
 /// Every MoE all-to-all backend spans expert parallelism over the whole TP group, so SGLang sets
@@ -20,8 +20,7 @@ pub static RULE: Rule = Rule {
         "DeepEP MoE is enabled. The expert parallel size is adjusted to be the same as the tensor parallel size[{self.tp_size}].",
     ],
     fix: "Leave `ep` unset (or equal to `tp`) on a side that uses an all-to-all MoE backend.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 /// Backends that force `ep_size = tp_size`.

@@ -1,7 +1,7 @@
 //! PD035: a served model name with a colon.
 
 use super::{group, labels};
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::release::Release;
 
 /// SGLang reserves `:` in the `model` field of OpenAI requests for `base:adapter` LoRA selection,
@@ -22,8 +22,7 @@ pub static RULE: Rule = Rule {
         "The following requested LoRA adapters are not loaded: {adapter}",
     ],
     fix: "Set `model.served_name` to a name without `:` (e.g. replace it with `-`).",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 /// Object-store URIs (Run:ai streamer) are exempt from the check.

@@ -1,6 +1,6 @@
 //! PD036: the two sides run on different GPU generations and let SGLang pick the backend.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::deployment::{Gpu, Role};
 use crate::effective::ServerView;
 use crate::plan::Origin;
@@ -28,8 +28,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Pin `shared.attention_backend` to a backend both GPU generations support (e.g. `flashinfer` on NVIDIA, \
         `triton` across NVIDIA and AMD) together with `shared.page_size`.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 fn generation(g: Gpu) -> String {

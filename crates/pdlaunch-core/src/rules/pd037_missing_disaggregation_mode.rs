@@ -1,7 +1,7 @@
 //! PD037: a server without `--disaggregation-mode prefill|decode`.
 
 use super::{group, labels};
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::deployment::Role;
 
 /// Without a disaggregation mode (absent, or `null`) SGLang starts a normal, colocated server: a
@@ -19,8 +19,7 @@ pub static RULE: Rule = Rule {
     sglang_errors: &["Error fetching prefill parallel info from bootstrap: {e}"],
     fix: "Start every PD server with `--disaggregation-mode prefill` or `--disaggregation-mode decode`; do not \
         override it in `extra_args`.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 fn check(ctx: &Context) -> Vec<Finding> {

@@ -1,7 +1,7 @@
 //! PD038: the model's attention or KV heads cannot be split over a server's attention TP size.
 
 use super::{group, labels};
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::deployment::AttentionKind;
 
 /// Every attention layer of SGLang's models divides its heads over the attention TP ranks at load
@@ -26,8 +26,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Choose `tp` (with `attn_dp`) so that the attention TP size divides the model's attention heads, and \
         either divides its KV heads or is a multiple of them.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 fn check(ctx: &Context) -> Vec<Finding> {

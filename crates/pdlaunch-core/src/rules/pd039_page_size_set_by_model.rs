@@ -1,7 +1,7 @@
 //! PD039: the rendered `--page-size` is replaced by the one SGLang forces for the architecture.
 
 use super::{group, labels};
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 
 /// SGLang overrides the page size for some architectures after reading the arguments (DSA models
 /// 64, DeepSeek-V4 256). Both sides get the same override, so PD001 stays quiet, but the value in
@@ -17,8 +17,7 @@ pub static RULE: Rule = Rule {
         that says 16 while SGLang uses 64 is misleading to read and to check against.",
     sglang_errors: &["no error: SGLang replaces --page-size for this architecture (DSA 64, DeepSeek-V4 256)"],
     fix: "Set `shared.page_size` to the value the architecture forces.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 fn check(ctx: &Context) -> Vec<Finding> {

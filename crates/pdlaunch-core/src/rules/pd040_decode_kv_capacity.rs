@@ -1,7 +1,7 @@
 //! PD040: the decode GPUs cannot hold the KV cache of `max_running_requests` at full context.
 
 use super::{group, labels};
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::deployment::Role;
 use crate::effective::ServerView;
 use crate::model::{kv_bytes_per_token, KvElement};
@@ -27,8 +27,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Lower `decode.max_running_requests` or `model.context_length`, give the decode more GPUs (`decode.tp`), \
         or store the KV cache in FP8 (`shared.kv_cache_dtype: fp8_e4m3`).",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 /// SGLang derives `--mem-fraction-static` from the GPU when it is unset; this is the value assumed.

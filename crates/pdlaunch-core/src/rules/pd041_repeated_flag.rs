@@ -1,6 +1,6 @@
 //! PD041: one command line gives the same option more than once.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::plan::Origin;
 use crate::spec::{ArgUse, Parsed};
 
@@ -22,8 +22,7 @@ pub static RULE: Rule = Rule {
         whoever reads or edits the script, and edits to it have no effect.",
     sglang_errors: &["no error: argparse keeps the last occurrence of a repeated option"],
     fix: "Keep one occurrence of the option, with the value you mean.",
-    lint_only: true,
-    check,
+    check: Check::Commands(check),
 };
 
 fn repeated<'a>(parsed: &'a Parsed, origins: &[Origin]) -> Vec<(&'static str, Vec<&'a ArgUse>)> {

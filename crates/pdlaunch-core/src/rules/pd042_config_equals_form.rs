@@ -1,6 +1,6 @@
 //! PD042: `--config=FILE` is silently ignored by SGLang.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 
 /// SGLang looks for the exact token `--config` in argv before argparse runs; `--config=FILE` is
 /// then accepted by argparse as an ordinary option that nothing reads, so none of the file's
@@ -16,8 +16,7 @@ pub static RULE: Rule = Rule {
         sets, e.g. page size 1 on one side while the other side's file says 64.",
     sglang_errors: &["no error: `--config=FILE` is silently ignored; the server runs without the file's settings"],
     fix: "Write `--config FILE` with a space, as two tokens.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 fn check(ctx: &Context) -> Vec<Finding> {

@@ -1,6 +1,6 @@
 //! PD043: an SGLang `--config` file that SGLang rejects or misreads.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 
 /// Reported by the linter while it reads the `--config` files that commands refer to (a
 /// deployment renders its config files without these traps, see `render::config`).
@@ -22,8 +22,7 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Write keys as option names without `--` in the dash form (`page-size: 64`), use only plain options in the \
         file, and pass one `--config FILE.yaml`.",
-    lint_only: true,
-    check,
+    check: Check::Commands(check),
 };
 
 /// The linter reports these while reading files; a context has nothing more to say.

@@ -1,6 +1,6 @@
 //! PD044: a value only known when the process starts keeps a check from running.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 
 /// Reported by the linter: `${VAR}` the script never sets, `$(command)`, a Kubernetes `$(VAR)`
 /// from `valueFrom`, or a `--config` file that was not given. pdlaunch keeps such a value
@@ -16,8 +16,7 @@ pub static RULE: Rule = Rule {
         could not run.",
     sglang_errors: &[],
     fix: "Write the value literally or define the variable in the same file, or lint the referenced files too.",
-    lint_only: true,
-    check,
+    check: Check::Commands(check),
 };
 
 /// The linter reports these while reading files.

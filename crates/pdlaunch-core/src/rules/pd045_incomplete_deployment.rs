@@ -1,6 +1,6 @@
 //! PD045: the linted material holds only part of a PD deployment.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 
 /// Reported by the linter: servers of one side only, a router without its servers, or servers
 /// that show no sign of prefill-decode disaggregation.
@@ -14,8 +14,7 @@ pub static RULE: Rule = Rule {
         checks still do.",
     sglang_errors: &[],
     fix: "Lint every file of the deployment in one run: `pdlaunch lint prefill.sh decode.sh router.sh`.",
-    lint_only: true,
-    check,
+    check: Check::Commands(check),
 };
 
 /// The linter reports these while grouping launches.

@@ -1,6 +1,6 @@
 //! PD046: the nodes of one multi-node server are started with different arguments.
 
-use super::{group, labels, Context, Finding, Rule, Severity};
+use super::{group, labels, Check, Context, Finding, Rule, Severity};
 use crate::effective::ServerView;
 use crate::spec::ArgValue;
 
@@ -23,8 +23,7 @@ pub static RULE: Rule = Rule {
     sglang_errors: &["no error: each node reads its own arguments, and SGLang does not compare them across nodes"],
     fix: "Start every node of the server with the same arguments; only the node's own rank, address, GPUs and \
         NICs may differ.",
-    lint_only: true,
-    check,
+    check: Check::Commands(check),
 };
 
 /// Options that nodes may set differently: what describes the node rather than the server, and

@@ -1,6 +1,6 @@
 //! PD047: `srun` starts a multi-node server on several nodes with one node rank for all.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::plan::Origin;
 
 /// `srun --nodes=N` starts its command once per node with the same argv. A multi-node SGLang
@@ -24,8 +24,7 @@ pub static RULE: Rule = Rule {
     fix: "Let each node's shell expand the rank: `srun --nodes=2 --ntasks-per-node=1 bash -c 'exec python3 -m \
         sglang.launch_server ... --node-rank $SLURM_NODEID'` (single quotes), or start each node with its own \
         srun and a literal `--node-rank`.",
-    lint_only: true,
-    check,
+    check: Check::Commands(check),
 };
 
 /// The linter reports these while reading launches (see [`finding`]).

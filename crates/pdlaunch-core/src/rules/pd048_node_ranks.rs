@@ -1,6 +1,6 @@
 //! PD048: the nodes of a multi-node server do not have the ranks `0..nnodes`.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 
 /// A server started with `--nnodes N` forms once N processes with node ranks 0 to N-1 have joined
 /// its rendezvous. Scripts that repeat the command per node are where a rank goes wrong: a copied
@@ -17,8 +17,7 @@ pub static RULE: Rule = Rule {
     sglang_errors: &["a multi-node server waits at start-up for a node rank that never joins"],
     fix: "Start exactly one node with each `--node-rank` from 0 to `--nnodes` - 1, and make `--nnodes` the number of \
         nodes that serve the instance.",
-    lint_only: true,
-    check,
+    check: Check::Commands(check),
 };
 
 fn check(ctx: &Context) -> Vec<Finding> {

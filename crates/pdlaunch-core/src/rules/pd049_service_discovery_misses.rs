@@ -1,6 +1,6 @@
 //! PD049: a router that finds its servers by their pods' labels misses them.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 
 /// Reported by the linter, which reads the pods' labels, annotations and namespaces.
 pub static RULE: Rule = Rule {
@@ -23,8 +23,7 @@ pub static RULE: Rule = Rule {
     fix: "Give the server pod templates the selectors' labels (in the router's namespace), and make every \
         server's `--port` the router's `--service-discovery-port`; `pdlaunch render --format kubernetes` with \
         `kubernetes.service_discovery` writes all three consistently.",
-    lint_only: true,
-    check,
+    check: Check::Commands(check),
 };
 
 /// The linter reports these while linking the router to its servers.

@@ -1,6 +1,6 @@
 //! PD050: the deployment's `kubernetes` section asks for manifests that cannot be written.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 use crate::plan::Origin;
 
 /// Checked only for a deployment whose `kubernetes` section is set: the user means to run it on
@@ -20,8 +20,7 @@ pub static RULE: Rule = Rule {
     sglang_errors: &[],
     fix: "Change the field the finding names as it says, or leave the `kubernetes` section out when the \
         deployment does not run on Kubernetes.",
-    lint_only: false,
-    check,
+    check: Check::Deployment(check),
 };
 
 fn check(ctx: &Context) -> Vec<Finding> {

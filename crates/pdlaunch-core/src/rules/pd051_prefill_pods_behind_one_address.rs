@@ -1,6 +1,6 @@
 //! PD051: a router's prefill entry reaches several prefill pods through one address.
 
-use super::{Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Rule, Severity};
 
 /// Reported by the linter, which reads the objects' `replicas` and the pods of each
 /// LeaderWorkerSet group. A deployment lists each prefill instance at an address of its own.
@@ -28,8 +28,7 @@ pub static RULE: Rule = Rule {
         or let the router find the pods (`--service-discovery` with a `--prefill-selector`). `pdlaunch render \
         --format kubernetes` writes one entry per prefill instance, or lets the router discover them \
         (`kubernetes.service_discovery`).",
-    lint_only: true,
-    check,
+    check: Check::Commands(check),
 };
 
 /// The linter reports these while linking the router to its servers.

@@ -35,7 +35,7 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
                 serde_json::json!({
                     "code": r.code, "rule": r.name, "severity": r.severity, "score": s,
                     "summary": r.summary, "cause": r.explanation, "fix": r.fix,
-                    "matched_sglang_text": m, "sglang_errors": r.sglang_errors, "lint_only": r.lint_only,
+                    "matched_sglang_text": m, "sglang_errors": r.sglang_errors, "lint_only": r.lint_only(),
                 })
             })
             .collect();
@@ -53,7 +53,7 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
             }
             println!("  {} cause: {}", style.dim("="), r.explanation);
             println!("  {} fix: {}", style.dim("="), r.fix);
-            let reported = if r.lint_only {
+            let reported = if r.lint_only() {
                 "`pdlaunch lint` reports it in launch scripts and manifests"
             } else {
                 "`pdlaunch check` reports it before launch, and `pdlaunch lint` in existing scripts,"
