@@ -239,20 +239,7 @@ impl Flag {
     /// (`shared.page_size`, `decode.instances[0].nodes[1].ib_device`); `None` for a flag no field
     /// renders.
     pub fn path(&self, at: At) -> Option<String> {
-        let (def, prop) = self.field.split_once('.')?;
-        let side = at.role.as_str();
-        let (instance, node) = (at.instance, at.node);
-        Some(match def {
-            "Model" => format!("model.{prop}"),
-            "Shared" => format!("shared.{prop}"),
-            "Speculative" => format!("shared.speculative.{prop}"),
-            "Side" => format!("{side}.{prop}"),
-            "HiCache" => format!("{side}.hicache.{prop}"),
-            "Instance" => format!("{side}.instances[{instance}].{prop}"),
-            "Node" => format!("{side}.instances[{instance}].nodes[{node}].{prop}"),
-            "Router" => format!("router.{prop}"),
-            _ => return None,
-        })
+        field_path(self.field, at.role.as_str(), at.instance, at.node)
     }
     /// True when the field is per instance or per node (ports, NICs), not the same on every
     /// server of a side.
@@ -2344,6 +2331,23 @@ pub static ROUTER_FLAGS: &[&Flag] = &[
     &R_SERVICE_DISCOVERY_PORT,
     &R_SERVICE_DISCOVERY_NAMESPACE,
 ];
+
+/// The deployment path of a schema field (`Definition.property`, as in [`Flag::field`]) on one
+/// side's instance and node; `None` for an unknown definition.
+pub fn field_path(field: &str, side: &str, instance: usize, node: usize) -> Option<String> {
+    let (def, prop) = field.split_once('.')?;
+    Some(match def {
+        "Model" => format!("model.{prop}"),
+        "Shared" => format!("shared.{prop}"),
+        "Speculative" => format!("shared.speculative.{prop}"),
+        "Side" => format!("{side}.{prop}"),
+        "HiCache" => format!("{side}.hicache.{prop}"),
+        "Instance" => format!("{side}.instances[{instance}].{prop}"),
+        "Node" => format!("{side}.instances[{instance}].nodes[{node}].{prop}"),
+        "Router" => format!("router.{prop}"),
+        _ => return None,
+    })
+}
 
 #[cfg(test)]
 mod tests {

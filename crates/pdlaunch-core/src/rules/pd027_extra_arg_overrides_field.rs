@@ -30,19 +30,7 @@ pub static RULE: Rule = Rule {
 /// The deployment path of a schema field (`Definition.property`, as in [`Flag::field`]) for one
 /// process; `None` for an unknown definition.
 pub(super) fn field_path(field: &str, role: Option<Role>, instance: usize, node: usize) -> Option<String> {
-    let (def, prop) = field.split_once('.')?;
-    let side = role.map_or("<side>", Role::as_str);
-    Some(match def {
-        "Model" => format!("model.{prop}"),
-        "Shared" => format!("shared.{prop}"),
-        "Speculative" => format!("shared.speculative.{prop}"),
-        "Side" => format!("{side}.{prop}"),
-        "HiCache" => format!("{side}.hicache.{prop}"),
-        "Instance" => format!("{side}.instances[{instance}].{prop}"),
-        "Node" => format!("{side}.instances[{instance}].nodes[{node}].{prop}"),
-        "Router" => format!("router.{prop}"),
-        _ => return None,
-    })
+    crate::flags::field_path(field, role.map_or("<side>", Role::as_str), instance, node)
 }
 
 /// The deployment field(s) of a schema field, when no process is at hand: `shared.page_size`, or
