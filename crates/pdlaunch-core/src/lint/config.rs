@@ -9,26 +9,8 @@ use std::sync::Arc;
 
 use crate::read::source::{Embed, SourceFile, SrcMap, Word};
 use crate::read::yaml::{self, Node, Scalar, Style};
+pub use crate::rules::material::ConfigProblem;
 use crate::spec::Spec;
-
-/// What is wrong with a `--config` use, for PD042 (or a note when the file is not at hand).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ConfigProblem {
-    /// The file was not given to the linter: its settings are unknown.
-    NotGiven { path: String, at: Word },
-    /// `--config` given more than once.
-    Multiple { at: Word },
-    /// `--config` is the last token.
-    NoPath { at: Word },
-    /// The extension is not `.yaml`/`.yml`.
-    NotYaml { path: String, at: Word },
-    /// The YAML did not parse, or its root is not a mapping.
-    Unreadable { path: String, message: String, at: Word },
-    /// A key with `_`: SGLang passes `--key_with_underscores`, which argparse rejects.
-    Underscore { key: Word, dashed: String },
-    /// A key whose option is not a plain store/store_true (SGLang raises ValueError).
-    Unsupported { key: Word, action: String },
-}
 
 /// The argv SGLang parses for `args` (tokens after the module), with `--config` expanded from
 /// `files` (looked up by the path as written, then by file name).

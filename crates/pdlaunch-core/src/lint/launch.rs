@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::shell::{Lexer, VarValue, Vars};
 use crate::deployment::Gpu;
 use crate::read::source::{SrcMap, Word};
+pub use crate::rules::material::{PodMeta, Service, SrunSameRank, Target};
 
 /// Which program a launch starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -66,104 +67,6 @@ pub struct Launch {
     pub meta: Option<Arc<PodMeta>>,
 }
 
-/// A pod's labels and annotations, with the labels its controller adds (a LeaderWorkerSet
-/// pod's set name and worker index), and its namespace when the object names one.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct PodMeta {
-    pub labels: Vec<(String, String)>,
-    pub annotations: Vec<(String, String)>,
-    pub namespace: Option<String>,
-    /// True when these are the pod's own (read from a pod or pod template); false for an
-    /// object's, whose pods an operator makes and labels (OME's runtimes, Dynamo's graphs).
-    pub pod: bool,
-    /// The `replicas` of the object that makes the pod (a Deployment's, a StatefulSet's).
-    pub replicas: Option<u32>,
-    /// The name of the object those `replicas` are of (a StatefulSet names its pods after it).
-    pub owner: Option<String>,
-    /// The named ports of the container (`name`, `containerPort`), which a Service may forward to.
-    pub ports: Vec<(String, u16)>,
-}
-
-/// A Kubernetes Service of the material, which a router entry may name.
-#[derive(Clone, Debug)]
-pub struct Service {
-    pub name: String,
-    pub namespace: Option<String>,
-    /// `clusterIP: None`: its name resolves to the pods themselves, which answer at any port.
-    pub headless: bool,
-    /// Each port it exposes, with the pod port it forwards to.
-    pub ports: Vec<(u16, Target)>,
-    /// Its selector, as `key=value` words ([`PodMeta::matches`]).
-    pub selector: Vec<String>,
-    /// The file, and the offset of its `ports` (else of the object).
-    pub file: usize,
-    pub at: usize,
-}
-
-/// Where a Service port forwards to: a pod port, or a container port's name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Target {
-    Port(u16),
-    Named(String),
-}
-
-impl Service {
-    /// True when a router reaches it at `host` (`<name>`, `<name>.<namespace>`, and the rest of
-    /// `svc.cluster.local` may follow).
-    pub fn named_by(&self, host: &str) -> bool {
-        let mut labels = host.split('.');
-        labels.next() == Some(self.name.as_str())
-            && match (labels.next(), &self.namespace) {
-                (Some(ns), Some(own)) => ns == own,
-                _ => true,
-            }
-    }
-    /// Where its port `port` forwards to, `None` when it exposes no such port. A headless
-    /// Service's name reaches the pods at any port.
-    pub fn target(&self, port: u16) -> Option<Target> {
-        if self.headless {
-            return Some(Target::Port(port));
-        }
-        self.ports.iter().find(|(p, _)| *p == port).map(|(_, t)| t.clone())
-    }
-    /// The pod port its port `port` forwards to, a named one looked up in the pods it selects
-    /// among `pods`: `Some(None)` when the pods do not say one number, `None` when it exposes no
-    /// such port.
-    pub fn pod_port<'m>(&self, port: u16, pods: impl Iterator<Item = &'m PodMeta>) -> Option<Option<u16>> {
-        Some(match self.target(port)? {
-            Target::Port(p) => Some(p),
-            Target::Named(name) => {
-                let mut found = pods
-                    .filter(|m| !self.selector.is_empty() && m.matches(&self.selector) && self.holds(m))
-                    .filter_map(|m| m.ports.iter().find(|(n, _)| *n == name).map(|(_, p)| *p));
-                let first = found.next();
-                first.filter(|f| found.all(|p| p == *f))
-            }
-        })
-    }
-    /// True when a pod of this namespace (when both are known) may be one of its.
-    fn holds(&self, m: &PodMeta) -> bool {
-        match (&self.namespace, &m.namespace) {
-            (Some(a), Some(b)) => a == b,
-            _ => true,
-        }
-    }
-}
-
-impl PodMeta {
-    /// True when the pod has every label of `selector` (`key=value` words).
-    pub fn matches(&self, selector: &[String]) -> bool {
-        selector.iter().all(|s| {
-            let (k, v) = s.split_once('=').unwrap_or((s, ""));
-            self.labels.iter().any(|(lk, lv)| lk == k && lv == v)
-        })
-    }
-    /// The value of an annotation.
-    pub fn annotation(&self, key: &str) -> Option<&str> {
-        self.annotations.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
-    }
-}
-
 /// A whole deployment's material: one recipe, or one variant of a recipe with overrides.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Scope {
@@ -173,16 +76,6 @@ pub struct Scope {
     pub name: Option<String>,
     /// True for one variant of several in one file: its servers' labels name it.
     pub variant: bool,
-}
-
-/// A multi-node server that `srun --nodes=N` starts with one argv, so one node rank, everywhere.
-#[derive(Clone, Debug)]
-pub struct SrunSameRank {
-    /// The nodes of the srun step.
-    pub nodes: u32,
-    /// The per-task variable (`$SLURM_NODEID`) that the script's shell expanded before srun ran,
-    /// as written; `None` when the rank is literal.
-    pub var: Option<String>,
 }
 
 /// What surrounds the commands being scanned.

@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
+use super::group::bare_model;
 use super::*;
 use crate::deployment::*;
 use crate::release::{Release, RouterRelease};

@@ -11,6 +11,9 @@ use crate::effective::{ModelFacts, ServerView};
 use crate::plan::{Origin, Plan};
 use crate::release::{Release, RouterRelease};
 use crate::spec::{parse_argv, Parsed};
+pub use material::Material;
+
+pub mod material;
 
 /// Declares each rule's module and lists its `RULE` in [`RULES`], from one list of modules.
 macro_rules! rules {
@@ -80,17 +83,6 @@ rules! {
     pd051_prefill_pods_behind_one_address,
 }
 
-// Rules whose findings the linter raises itself, named directly (looking them up by code for
-// every group cost more than the lookup is worth).
-pub(crate) use pd017_bootstrap_port_link::RULE as PD017;
-pub(crate) use pd024_invalid_argument::RULE as PD024;
-pub(crate) use pd043_config_file_key::RULE as PD043;
-pub(crate) use pd044_unknown_value::RULE as PD044;
-pub(crate) use pd045_incomplete_deployment::RULE as PD045;
-pub(crate) use pd047_srun_same_node_rank::{finding as pd047, SameRank};
-pub(crate) use pd049_service_discovery_misses::RULE as PD049;
-pub(crate) use pd051_prefill_pods_behind_one_address::RULE as PD051;
-
 /// The rule with this code (case-insensitive), or with this name.
 pub fn rule(code_or_name: &str) -> Option<&'static Rule> {
     RULES.iter().copied().find(|r| r.code.eq_ignore_ascii_case(code_or_name) || r.name == code_or_name)
@@ -146,7 +138,7 @@ impl Rule {
     /// differently): a rendered deployment cannot, so `check` of a deployment does not run it,
     /// and only `lint` reports it.
     pub fn lint_only(&self) -> bool {
-        !matches!(self.check, Check::Deployment(_))
+        !matches!(self.check, Check::Deployment(_) | Check::DeploymentAndMaterial(..))
     }
 }
 
@@ -159,6 +151,14 @@ pub enum Check {
     /// The same views, but only written commands can break it (a repeated flag, nodes started
     /// with different arguments): a rendered deployment cannot, so `check` leaves it out.
     Commands(fn(&Context) -> Vec<Finding>),
+    /// The written material itself ([`Material`]: the words, the objects around the commands,
+    /// the Services, the `--config` files, the values unknown until run time), which only the
+    /// linter has. It adds its findings to `found`, which holds those of the views' checks, and
+    /// withdraws those that the material shows to be wrong (a Service that forwards the decodes'
+    /// port to the one the prefill binds links them).
+    Material(fn(&Material, &mut Vec<Finding>)),
+    /// A deployment's views, and in linted material also what only the material shows.
+    DeploymentAndMaterial(fn(&Context) -> Vec<Finding>, fn(&Material, &mut Vec<Finding>)),
 }
 
 impl Check {
@@ -166,8 +166,16 @@ impl Check {
     /// rendered deployment's context) does not leave it out.
     fn of_views(self, deployment: bool) -> Option<fn(&Context) -> Vec<Finding>> {
         match self {
-            Check::Deployment(f) => Some(f),
+            Check::Deployment(f) | Check::DeploymentAndMaterial(f, _) => Some(f),
             Check::Commands(f) => (!deployment).then_some(f),
+            Check::Material(_) => None,
+        }
+    }
+    /// The check of the written material, when it has one.
+    pub(crate) fn of_material(self) -> Option<fn(&Material, &mut Vec<Finding>)> {
+        match self {
+            Check::Material(f) | Check::DeploymentAndMaterial(_, f) => Some(f),
+            Check::Deployment(_) | Check::Commands(_) => None,
         }
     }
 }
@@ -787,6 +795,7 @@ mod lint_only_tests {
         all.extend([repeated, nulled, deepseek()]);
         let lint_only: Vec<&Rule> = RULES.iter().copied().filter(|r| r.lint_only()).collect();
         assert_eq!(lint_only.len(), 9);
+        // Those that read the views: a rendered deployment's views give them nothing either.
         for d in &all {
             let plan = crate::plan::plan(d);
             let ctx = Context::from_deployment(d, &plan);

@@ -1,9 +1,9 @@
 //! PD017: the router, the prefill and the decode disagree on a prefill's bootstrap port.
 
-use super::{Check, Context, Finding, RouterEntry, Rule, Severity};
+use super::{Check, Context, Finding, Material, RouterEntry, Rule, Severity};
 use crate::deployment::Role;
 use crate::effective::ServerView;
-use crate::plan::host_port;
+use crate::plan::{host_port, Origin};
 
 /// The decode reaches a prefill's bootstrap server at the host of the router's `--prefill` URL and
 /// the port given after it, or, when the router gives none, at the decode's own
@@ -29,7 +29,7 @@ pub static RULE: Rule = Rule {
     fix: "Set each prefill's bootstrap port only in `prefill.instances[i].bootstrap_port`: pdlaunch renders the \
         prefill flag, the router entry and the decode fallback from it. Remove `--disaggregation-bootstrap-port`, \
         `--port` and `--host` overrides from `extra_args`.",
-    check: Check::Deployment(check),
+    check: Check::DeploymentAndMaterial(check, check_services),
 };
 
 /// True when a server on `server_host` is the one a router URL host names. Loopback names all
@@ -156,6 +156,58 @@ fn check(ctx: &Context) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// In linted material, the router's prefill entries that name a Service, which stands between
+/// the decodes and the prefill's bootstrap server: a finding where it exposes no port for the
+/// bootstrap port the decodes get, or forwards it to another pod port than the prefill binds; and
+/// where it forwards that port to the one the prefill binds, the views' finding (which knows no
+/// Services and compares the two ports) is withdrawn, since the Service links them.
+fn check_services(m: &Material, found: &mut Vec<Finding>) {
+    let Some(r) = m.router else { return };
+    let mut out = Vec::new();
+    let mut translated: Vec<&Origin> = Vec::new();
+    let decode_fallback = m.servers.iter().find(|s| s.role() == Some(Role::Decode)).and_then(|s| s.view.bootstrap_port());
+    for e in r.view.prefills.iter().filter(|e| !e.discovered) {
+        let Some(service) = m.services.iter().find(|s| !s.headless && s.named_by(&e.host)) else { continue };
+        // Where the decodes connect: the port after the URL, else their own bootstrap port.
+        let Some(port) = e.bootstrap_port.or(decode_fallback) else { continue };
+        let prefill = m.prefills_at(e).next();
+        let bound = prefill.and_then(|p| p.view.bootstrap_port());
+        let pods = m.servers.iter().filter_map(|s| s.meta);
+        let problem = match (service.pod_port(port, pods), bound) {
+            (None, _) => format!("Service `{}` exposes no port {port}", service.name),
+            (Some(Some(target)), Some(bound)) if target == bound && port != bound => {
+                translated.push(&e.origin);
+                continue;
+            }
+            // A port forwarded as is to another than the prefill binds is the views' finding.
+            (Some(Some(target)), Some(bound)) if target != bound && port == bound => format!(
+                "Service `{}` forwards port {port} to pod port {target}, and {} binds its bootstrap server on {bound}",
+                service.name,
+                prefill.map_or("", |p| p.view.label.as_str())
+            ),
+            _ => continue,
+        };
+        let message = format!(
+            "router entry `{}` sends decodes to {} for the prefill's bootstrap information, but {problem}: they cannot \
+             fetch it, so every request fails",
+            e.prefill_flag(),
+            host_port(&e.host, port)
+        );
+        let fix = format!(
+            "give Service `{}` the port `{{name: bootstrap, port: {port}, targetPort: {}}}`",
+            service.name,
+            bound.unwrap_or(port)
+        );
+        out.push(
+            Finding::new(&RULE, message, fix)
+                .at_origin("router", Some("--prefill"), e.origin.clone())
+                .at_origin(format!("Service {}", service.name), Some("ports"), m.origin_at(service.file, service.at)),
+        );
+    }
+    found.retain(|f| !(f.code == RULE.code && f.locations.first().is_some_and(|l| translated.contains(&&l.origin))));
+    found.extend(out);
 }
 
 #[cfg(test)]

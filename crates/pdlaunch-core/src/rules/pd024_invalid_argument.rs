@@ -1,6 +1,6 @@
 //! PD024: an argument the target release's argparse rejects.
 
-use super::{Check, Context, Finding, Rule, Severity};
+use super::{Check, Context, Finding, Material, Rule, Severity};
 use crate::flags;
 use crate::plan::Origin;
 use crate::release::{Release, RouterRelease};
@@ -33,8 +33,34 @@ pub static RULE: Rule = Rule {
     ],
     fix: "Spell every option as the target release's spec does (`pdlaunch explain` lists them), use a value from its \
         choices, and prefer the deployment field over `extra_args` when the schema models the flag.",
-    check: Check::Deployment(check),
+    check: Check::DeploymentAndMaterial(check, check_version),
 };
+
+/// Linted material that names an SGLang version pdlaunch has no spec of is read with the newest
+/// known release before it: a note says so, and an option unknown to that release that the next
+/// known one has is only a note, as the version may well have it.
+fn check_version(m: &Material, found: &mut Vec<Finding>) {
+    let Some(v) = m.version else { return };
+    if let Some(next) = m.release.next() {
+        let maybe = |f: &Finding| {
+            let token = f.locations.first().and_then(|l| l.flag.as_deref()).unwrap_or("");
+            let name = token.split('=').next().unwrap_or("");
+            m.release.spec().resolve(name).is_err() && next.spec().get(name).is_some()
+        };
+        for f in found.iter_mut().filter(|f| f.code == RULE.code && maybe(f)) {
+            f.severity = Severity::Note;
+            f.message.push_str(&format!("; {v} lies between {} and {next}, which has it", m.release));
+        }
+    }
+    let message = format!(
+        "the material names SGLang {v}, a release pdlaunch has no argparse spec of: arguments are read with {}, the \
+         newest known release before it, so an option added since may be reported as unknown",
+        m.release
+    );
+    let fix = "name the release to check against: `--sglang-version` on the command line (\"SGLang release\" in \
+               the app), one of the known releases (`pdlaunch lint --help`)";
+    found.push(Finding::new(&RULE, message, fix).severity(Severity::Note));
+}
 
 /// Which program a problem belongs to, for release-aware wording.
 #[derive(Clone, Copy)]

@@ -1,7 +1,9 @@
 //! PD047: `srun` starts a multi-node server on several nodes with one node rank for all.
 
-use super::{Check, Context, Finding, Rule, Severity};
+use super::material::{Material, WrittenServer};
+use super::{Check, Finding, Rule, Severity};
 use crate::plan::Origin;
+use crate::read::source::Word;
 
 /// `srun --nodes=N` starts its command once per node with the same argv. A multi-node SGLang
 /// server needs a different `--node-rank` on each node, so the rank must be expanded by each
@@ -24,16 +26,35 @@ pub static RULE: Rule = Rule {
     fix: "Let each node's shell expand the rank: `srun --nodes=2 --ntasks-per-node=1 bash -c 'exec python3 -m \
         sglang.launch_server ... --node-rank $SLURM_NODEID'` (single quotes), or start each node with its own \
         srun and a literal `--node-rank`.",
-    check: Check::Commands(check),
+    check: Check::Material(check),
 };
 
-/// The linter reports these while reading launches (see [`finding`]).
-fn check(_: &Context) -> Vec<Finding> {
-    Vec::new()
+/// Each multi-node server that the linter read srun start with one node rank on every node: at
+/// the variable its shell expanded too early (which PD044 then leaves to this rule), else at the
+/// command.
+fn check(m: &Material, found: &mut Vec<Finding>) {
+    for s in &m.servers {
+        let Some(same) = s.srun_same_rank else { continue };
+        let label = &s.view.label;
+        let f = match expanded(s) {
+            Some((var, w)) => finding(label, same.nodes, SameRank::Expanded(var), m.origin(w)),
+            None => {
+                let rank = s.view.explicit("node_rank").unwrap_or_else(|| "0".to_owned());
+                finding(label, same.nodes, SameRank::Literal(&rank), m.origin_at(s.file, s.at))
+            }
+        };
+        found.push(f);
+    }
 }
 
+/// The per-task variable that the script's shell expanded before srun started the server on
+/// every node, and the word of its arguments that holds it.
+pub(super) fn expanded<'a>(s: &WrittenServer<'a>) -> Option<(&'a str, &'a Word)> {
+    let var = s.srun_same_rank?.var.as_deref()?;
+    s.words.iter().find(|w| w.unknown.iter().any(|u| u == var)).map(|w| (var, w))
+}
 /// Why every node of the step gets one node rank.
-pub(crate) enum SameRank<'a> {
+enum SameRank<'a> {
     /// A per-task variable, as written, that the script's shell expanded before srun ran.
     Expanded(&'a str),
     /// A rank written literally (or SGLang's default, 0).
@@ -42,7 +63,7 @@ pub(crate) enum SameRank<'a> {
 
 /// The finding for the server `label` that srun starts on `nodes` nodes, pointing at `origin`
 /// (the variable, or the command).
-pub(crate) fn finding(label: &str, nodes: u32, why: SameRank, origin: Origin) -> Finding {
+fn finding(label: &str, nodes: u32, why: SameRank, origin: Origin) -> Finding {
     let why = match why {
         SameRank::Expanded(var) => format!(
             "`{var}` is expanded once, by the shell that runs srun, before srun starts the tasks, so every node \

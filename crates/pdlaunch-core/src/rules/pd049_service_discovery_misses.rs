@@ -1,8 +1,9 @@
 //! PD049: a router that finds its servers by their pods' labels misses them.
 
-use super::{Check, Context, Finding, Rule, Severity};
+use super::material::{DiscoveryMiss, Material};
+use super::{Check, Finding, Rule, Severity};
 
-/// Reported by the linter, which reads the pods' labels, annotations and namespaces.
+/// Found in linted material, whose manifests give the pods' labels, annotations and namespaces.
 pub static RULE: Rule = Rule {
     code: "PD049",
     name: "service-discovery-misses",
@@ -23,10 +24,48 @@ pub static RULE: Rule = Rule {
     fix: "Give the server pod templates the selectors' labels (in the router's namespace), and make every \
         server's `--port` the router's `--service-discovery-port`; `pdlaunch render --format kubernetes` with \
         `kubernetes.service_discovery` writes all three consistently.",
-    check: Check::Commands(check),
+    check: Check::Material(check),
 };
 
-/// The linter reports these while linking the router to its servers.
-fn check(_: &Context) -> Vec<Finding> {
-    Vec::new()
+/// What the selectors of a router with `--service-discovery` miss, as the linter recorded it
+/// while linking the router to the pods they match.
+fn check(m: &Material, found: &mut Vec<Finding>) {
+    let Some(r) = m.router else { return };
+    found.extend(r.misses.iter().map(|miss| finding(m, miss)));
+}
+
+fn finding(m: &Material, miss: &DiscoveryMiss) -> Finding {
+    let flag = format!("--{}-selector", miss.role);
+    let within = miss.namespace.as_deref().map(|n| format!(" in namespace {n}")).unwrap_or_default();
+    let at_router = |f: Finding| f.at_origin("router", Some(&flag), miss.origin.clone());
+    let Some(missed) = &miss.server else {
+        let message = format!(
+            "the router's `{flag} {}` matches no {} server pod{within}: the router has no {} server, so every request \
+             fails",
+            miss.selector, miss.role, miss.role
+        );
+        let fix = format!(
+            "give the {} pod template the labels `{}`{within}, or select the labels it has",
+            miss.role, miss.selector
+        );
+        return at_router(Finding::new(&RULE, message, fix));
+    };
+    let port = miss.port;
+    let server = m.servers.iter().find(|s| s.launch == missed.launch);
+    let label =
+        server.map_or_else(|| format!("the {} at {}", miss.role, missed.written_at), |s| s.view.label.clone());
+    let message = format!(
+        "the router reaches {label}, which its `{flag}` selects, at `--service-discovery-port {port}`, but it listens on \
+         {}: the router's requests and health checks reach nothing there",
+        missed.listens.map_or_else(|| "no known port".to_owned(), |p| p.to_string())
+    );
+    let fix = format!(
+        "give every server `--port {port}`, or the router the servers' port: it reaches the pods of both sides at one \
+         port"
+    );
+    let f = at_router(Finding::new(&RULE, message, fix));
+    match server {
+        Some(s) => f.at(s.view, "port"),
+        None => f,
+    }
 }

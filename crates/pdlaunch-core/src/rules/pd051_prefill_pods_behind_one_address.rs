@@ -1,8 +1,9 @@
 //! PD051: a router's prefill entry reaches several prefill pods through one address.
 
-use super::{Check, Context, Finding, Rule, Severity};
+use super::material::{Material, WrittenServer};
+use super::{Check, Finding, RouterEntry, Rule, Severity};
 
-/// Reported by the linter, which reads the objects' `replicas` and the pods of each
+/// Found in linted material, whose manifests give the objects' `replicas` and the pods of each
 /// LeaderWorkerSet group. A deployment lists each prefill instance at an address of its own.
 pub static RULE: Rule = Rule {
     code: "PD051",
@@ -28,10 +29,51 @@ pub static RULE: Rule = Rule {
         or let the router find the pods (`--service-discovery` with a `--prefill-selector`). `pdlaunch render \
         --format kubernetes` writes one entry per prefill instance, or lets the router discover them \
         (`kubernetes.service_discovery`).",
-    check: Check::Commands(check),
+    check: Check::Material(check),
 };
 
-/// The linter reports these while linking the router to its servers.
-fn check(_: &Context) -> Vec<Finding> {
-    Vec::new()
+/// The router's prefill entries that reach several prefill pods through one address: the
+/// replicas of one Deployment or StatefulSet behind a Service, or the leaders of the groups of one
+/// LeaderWorkerSet behind its Service. An entry that names a pod (a StatefulSet's `<name>-<i>`) or
+/// an IP address reaches one.
+fn check(m: &Material, found: &mut Vec<Finding>) {
+    let Some(r) = m.router else { return };
+    let report = |e: &RouterEntry, pods: u32, what: String, servers: &[&WrittenServer]| {
+        let message = format!(
+            "router entry `{}` reaches {pods} prefill pods through one address ({what}): the decode fetches the \
+             bootstrap information there once and keeps the pod that answered, so the requests the router sends \
+             to the other pods wait for KV destinations that never come, and time out",
+            e.prefill_flag()
+        );
+        let fix = "list each prefill pod at an address of its own (a StatefulSet pod's or a LeaderWorkerSet \
+                   leader's name), or let the router discover them (`--service-discovery` with a \
+                   `--prefill-selector`)";
+        let f = Finding::new(&RULE, message, fix).at_origin("router", Some("--prefill"), e.origin.clone());
+        servers.iter().fold(f, |f, s| f.at(s.view, "port"))
+    };
+    for e in r.view.prefills.iter().filter(|e| !e.discovered && !crate::plan::is_ip_literal(&e.host)) {
+        let behind: Vec<&WrittenServer> = m.prefills_at(e).filter(|s| s.isolated).collect();
+        // One server that stands for the replicas of its object, one instance per `--nnodes` pods.
+        for &s in behind.iter().filter(|s| s.view.pod.is_none()) {
+            let Some(meta) = s.meta else { continue };
+            let pods = meta.replicas.unwrap_or(1) / s.view.size("nnodes").max(1);
+            let names_a_pod = meta.owner.as_deref().is_some_and(|owner| {
+                let first = e.host.split('.').next().unwrap_or_default();
+                first
+                    .strip_prefix(owner)
+                    .and_then(|rest| rest.strip_prefix('-'))
+                    .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
+            });
+            if pods >= 2 && !names_a_pod {
+                found.push(report(e, pods, format!("the {pods} replicas of {}", s.view.label), &[s]));
+            }
+        }
+        // The leaders of several groups, each in its own pod, that the entry's Service reaches.
+        let leaders: Vec<&WrittenServer> = behind.into_iter().filter(|s| s.view.pod.is_some()).collect();
+        if leaders.len() >= 2 {
+            let labels: Vec<&str> = leaders.iter().map(|s| s.view.label.as_str()).collect();
+            let what = format!("the leaders of {}", labels.join(", "));
+            found.push(report(e, leaders.len() as u32, what, &leaders));
+        }
+    }
 }

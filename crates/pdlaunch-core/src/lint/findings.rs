@@ -1,0 +1,98 @@
+//! The rules on a group: the registry's checks of the servers' and router's views (worded in
+//! flags, not deployment fields), less the findings that read a value only known at run time,
+//! then the checks of the written material, each finding placed in the files.
+
+use std::borrow::Cow;
+
+use super::launch::{self, Launch};
+use super::{group, place, terms, unknown, Group, LintFinding};
+use crate::effective::ServerView;
+use crate::read::source::SourceFile;
+use crate::release::RouterRelease;
+use crate::rules::material::{Material, WrittenRouter};
+use crate::rules::{self, Context, Finding, RouterView};
+
+/// Runs the registry on a group, lending it the group's views (no copies).
+pub(super) fn run_rules(group: &mut Group) -> Vec<Finding> {
+    let servers: Vec<ServerView> = group
+        .servers
+        .iter_mut()
+        .map(|s| std::mem::replace(&mut s.view, group::placeholder_view(group.release)))
+        .collect();
+    let router = group.router.as_mut().map(|r| {
+        let release = r.view.release;
+        std::mem::replace(&mut r.view, placeholder_router(release))
+    });
+    let ctx = Context {
+        servers,
+        router,
+        model: group.model.clone(),
+        release: group.release,
+        deployment: None,
+        dropped: Vec::new(),
+    };
+    let mut findings = rules::run(&ctx);
+    for f in &mut findings {
+        if let Cow::Owned(m) = terms::in_flag_terms(&f.message) {
+            f.message = m;
+        }
+        if let Cow::Owned(fix) = terms::in_flag_terms(&f.fix) {
+            f.fix = fix;
+        }
+    }
+    let Context { servers, router, .. } = ctx;
+    for (s, v) in group.servers.iter_mut().zip(servers) {
+        s.view = v;
+    }
+    if let (Some(r), Some(v)) = (group.router.as_mut(), router) {
+        r.view = v;
+    }
+    findings
+}
+
+fn placeholder_router(release: RouterRelease) -> RouterView {
+    RouterView {
+        host: String::new(),
+        port: 0,
+        prefills: Vec::new(),
+        decodes: Vec::new(),
+        tokens: Vec::new(),
+        parsed: Default::default(),
+        origins: Vec::new(),
+        release,
+    }
+}
+
+/// The findings of a group at their places: those of the views' checks, less those that read a
+/// value only known at run time, then those of the material's checks, merged where they are at
+/// the same places.
+pub(super) fn lint_group(
+    g: usize,
+    group: &Group,
+    mut findings: Vec<Finding>,
+    files: &[SourceFile],
+    launches: &[Launch],
+    services: &[launch::Service],
+) -> Vec<LintFinding> {
+    let unknown = unknown::withdraw(group, files, &mut findings);
+    let material = Material {
+        files,
+        release: group.release,
+        version: group.version.as_deref(),
+        servers: group.servers.iter().map(|s| s.written(launches)).collect(),
+        router: group.router.as_ref().map(|r| WrittenRouter { view: &r.view, words: &r.words, misses: &r.misses }),
+        services,
+        unknown: &unknown,
+    };
+    for check in rules::RULES.iter().filter_map(|r| r.check.of_material()) {
+        check(&material, &mut findings);
+    }
+    crate::sort::sort_by(&mut findings, |a, b| a.severity.cmp(&b.severity).then(a.code.cmp(b.code)));
+    let locator = place::Locator::new(group, files);
+    place::merge_same_places(
+        findings
+            .into_iter()
+            .map(|f| LintFinding { places: locator.places(&f, launches), group: g, finding: f })
+            .collect(),
+    )
+}
