@@ -2,6 +2,7 @@
 //! settings spelled differently, symbolic values, `--config` files, fixes and reconstruction.
 
 use super::*;
+use crate::rules::testing::pd_script as pd;
 
 fn inputs(files: &[(&str, &str)]) -> Vec<Input> {
     files
@@ -35,18 +36,6 @@ fn codes(l: &Linted) -> Vec<&'static str> {
 
 fn notes(l: &Linted) -> Vec<&'static str> {
     l.findings.iter().filter(|f| f.finding.severity == Severity::Note).map(|f| f.finding.code).collect()
-}
-
-/// A docs-style 1P1D on one machine; `{P}`/`{D}` are the extra prefill/decode arguments.
-fn pd(p: &str, d: &str) -> String {
-    format!(
-        "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --disaggregation-mode prefill \
-         --port 30000 --disaggregation-ib-device mlx5_roce0{p} &\n\
-         python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --disaggregation-mode decode \
-         --port 30001 --base-gpu-id 4 --disaggregation-ib-device mlx5_roce0{d} &\n\
-         python -m sglang_router.launch_router --pd-disaggregation --prefill http://127.0.0.1:30000 \
-         --decode http://127.0.0.1:30001 --host 0.0.0.0 --port 8000\n"
-    )
 }
 
 #[test]

@@ -607,6 +607,38 @@ pub(crate) mod testing {
         check(d).findings.into_iter().filter(|f| f.code == code).collect()
     }
 
+    /// Lints `files` (name and text) with no options, as `pdlaunch lint` does; a name
+    /// `config:PATH` is an SGLang `--config` file that a command refers to.
+    pub fn lint(files: &[(&str, &str)]) -> crate::lint::Linted {
+        let inputs: Vec<crate::lint::Input> = files
+            .iter()
+            .map(|(n, t)| match n.strip_prefix("config:") {
+                Some(c) => crate::lint::Input::config(c, *t),
+                None => crate::lint::Input::new(*n, *t),
+            })
+            .collect();
+        crate::lint::lint(&inputs, &Default::default())
+    }
+
+    /// The messages of the findings of rule `code` when `files` are linted.
+    pub fn linted(files: &[(&str, &str)], code: &str) -> Vec<String> {
+        let l = lint(files);
+        l.findings.into_iter().filter(|f| f.finding.code == code).map(|f| f.finding.message).collect()
+    }
+
+    /// A docs-style 1P1D on one machine, as a script; `p`/`d` are the extra prefill/decode
+    /// arguments.
+    pub fn pd_script(p: &str, d: &str) -> String {
+        format!(
+            "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --disaggregation-mode prefill \
+             --port 30000 --disaggregation-ib-device mlx5_roce0{p} &\n\
+             python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --disaggregation-mode decode \
+             --port 30001 --base-gpu-id 4 --disaggregation-ib-device mlx5_roce0{d} &\n\
+             python -m sglang_router.launch_router --pd-disaggregation --prefill http://127.0.0.1:30000 \
+             --decode http://127.0.0.1:30001 --host 0.0.0.0 --port 8000\n"
+        )
+    }
+
     /// A server launched with `args` (space-separated) on `host`, as lint input gives one: no
     /// deployment fields behind it, the latest release.
     pub fn server(label: &str, host: &str, args: &str, gpu: Option<crate::deployment::Gpu>) -> ServerView {

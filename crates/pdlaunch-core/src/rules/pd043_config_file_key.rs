@@ -103,3 +103,20 @@ fn check(m: &Material, found: &mut Vec<Finding>) {
     let at_key = |o: &Origin| matches!(o, Origin::Source { .. }) && keys.contains(o);
     found.retain(|f| !(f.code == "PD024" && f.locations.iter().any(|l| at_key(&l.origin))));
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testing::{linted, pd_script};
+
+    #[test]
+    fn an_underscore_key_breaks_and_its_dashed_form_passes() {
+        let script = pd_script(" --config p.yaml", "");
+        let files = |config| [("pd.sh", script.as_str()), ("config:p.yaml", config)];
+        let found = linted(&files("chunked_prefill_size: 4096\n"), "PD043");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("the --config key `chunked_prefill_size` has underscores"), "{}", found[0]);
+        // SGLang's "unrecognized arguments" for it is this rule's, not PD024's too.
+        assert!(linted(&files("chunked_prefill_size: 4096\n"), "PD024").is_empty());
+        assert!(linted(&files("chunked-prefill-size: 4096\n"), "PD043").is_empty());
+    }
+}

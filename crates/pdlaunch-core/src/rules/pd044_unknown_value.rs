@@ -74,3 +74,27 @@ fn check(m: &Material, found: &mut Vec<Finding>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testing::{linted, pd_script};
+
+    #[test]
+    fn a_value_set_outside_the_script_breaks_and_one_set_in_it_passes() {
+        let script = pd_script(" --page-size ${PAGE_SIZE}", " --page-size 64");
+        let found = linted(&[("pd.sh", &script)], "PD044");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("`${PAGE_SIZE}` is only known when the process starts, so PD001"), "{}", found[0]);
+        let set = format!("PAGE_SIZE=64\n{script}");
+        assert!(linted(&[("pd.sh", &set)], "PD044").is_empty());
+    }
+
+    #[test]
+    fn a_config_file_not_given_breaks_and_one_given_passes() {
+        let script = pd_script(" --config p.yaml", "");
+        let found = linted(&[("pd.sh", &script)], "PD044");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("the --config file `p.yaml` was not given to the linter"), "{}", found[0]);
+        assert!(linted(&[("pd.sh", &script), ("config:p.yaml", "page-size: 1\n")], "PD044").is_empty());
+    }
+}

@@ -60,3 +60,34 @@ fn check(m: &Material, found: &mut Vec<Finding>) {
         ));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testing::{linted, pd_script};
+
+    #[test]
+    fn one_side_breaks_and_both_pass() {
+        let script = pd_script("", "");
+        let prefill = script.lines().next().unwrap();
+        let found = linted(&[("prefill.sh", prefill)], "PD045");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("no decode server found next to prefill[0] (prefill.sh:1)"), "{}", found[0]);
+        assert!(linted(&[("pd.sh", &script)], "PD045").is_empty());
+    }
+
+    #[test]
+    fn a_router_alone_breaks() {
+        let router = pd_script("", "").lines().nth(2).unwrap().to_owned();
+        let found = linted(&[("router.sh", &router)], "PD045");
+        assert_eq!(found, ["router found without any of its servers: links to prefill and decode were not checked"]);
+    }
+
+    #[test]
+    fn a_server_without_pd_evidence_is_noted_and_not_called_modeless() {
+        let text = "python3 -m sglang.launch_server --model-path m --port 30000\n";
+        let found = linted(&[("serve.sh", text)], "PD045");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("not a PD deployment"), "{}", found[0]);
+        assert!(linted(&[("serve.sh", text)], "PD037").is_empty());
+    }
+}

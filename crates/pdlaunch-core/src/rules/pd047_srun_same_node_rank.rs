@@ -81,3 +81,26 @@ fn finding(label: &str, nodes: u32, why: SameRank, origin: Origin) -> Finding {
     f.sglang_error = Some(RULE.sglang_errors[0]);
     f
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testing::linted;
+
+    /// A two-node prefill that srun starts on two nodes; `{RANK}` ends its command.
+    fn job(command: &str) -> String {
+        let server = "python3 -m sglang.launch_server --model-path m --disaggregation-mode prefill --tp-size 16 \
+                      --dist-init-addr n1:5000 --nnodes 2 --port 30000";
+        format!("#!/bin/bash\n#SBATCH --nodes=2\nsrun --nodes=2 {}\n", command.replace("{SERVER}", server))
+    }
+
+    #[test]
+    fn a_rank_the_scripts_shell_expands_breaks_and_one_each_task_expands_passes() {
+        let found = linted(&[("job.sbatch", &job("{SERVER} --node-rank $SLURM_NODEID"))], "PD047");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("`$SLURM_NODEID` is expanded once, by the shell that runs srun"), "{}", found[0]);
+        let found = linted(&[("job.sbatch", &job("{SERVER}"))], "PD047");
+        assert!(found.len() == 1 && found[0].contains("the same `--node-rank 0`"), "{found:?}");
+        let per_task = job("bash -c '{SERVER} --node-rank $SLURM_NODEID'");
+        assert!(linted(&[("job.sbatch", &per_task)], "PD047").is_empty());
+    }
+}

@@ -80,3 +80,37 @@ fn and_list(items: &[String]) -> String {
         [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testing::linted;
+
+    /// A two-node prefill and decode written out once per node, and their router; `p1` is added
+    /// to the prefill's second node, whose `--node-rank` is `rank1`.
+    fn job(rank1: &str, p1: &str) -> String {
+        let node = |mode: &str, rank: &str, host: &str, rdv: &str, extra: &str| {
+            format!(
+                "python3 -m sglang.launch_server --model-path m --disaggregation-mode {mode} --tp 16 --nnodes 2 \
+                 --node-rank {rank} --dist-init-addr {rdv}:5000 --host {host} --port 30000{extra}\n"
+            )
+        };
+        [
+            node("prefill", "0", "h1", "h1", ""),
+            node("prefill", rank1, "h2", "h1", p1),
+            node("decode", "0", "h3", "h3", ""),
+            node("decode", "1", "h4", "h3", ""),
+            "python3 -m sglang_router.launch_router --pd-disaggregation --prefill http://h1:30000 --decode \
+             http://h3:30000 --port 8000\n"
+                .to_owned(),
+        ]
+        .concat()
+    }
+
+    #[test]
+    fn a_rank_past_nnodes_breaks_and_ranks_zero_and_one_pass() {
+        let found = linted(&[("nodes.sh", &job("2", ""))], "PD048");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("prefill[0] node 2 (nodes.sh:2) has `--node-rank 2` but `--nnodes 2`"), "{}", found[0]);
+        assert!(linted(&[("nodes.sh", &job("1", ""))], "PD048").is_empty());
+    }
+}

@@ -69,3 +69,43 @@ fn finding(m: &Material, miss: &DiscoveryMiss) -> Finding {
         None => f,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testing::linted;
+
+    /// A prefill and a decode Deployment, labelled by their role, and a router that discovers
+    /// them with `--prefill-selector component={selector}` at port 8000.
+    fn manifests(selector: &str, decode_port: u16) -> String {
+        let worker = |role: &str, port: u16| {
+            format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {role}}}\nspec:\n  template:\n    metadata:\n      \
+                 labels: {{component: {role}}}\n    spec:\n      containers:\n      - name: {role}\n        command: [python3, \
+                 -m, sglang.launch_server, --model-path, m, --disaggregation-mode, {role}, --port, '{port}']\n---\n"
+            )
+        };
+        worker("prefill", 8000)
+            + &worker("decode", decode_port)
+            + &format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: router}}\nspec:\n  template:\n    spec:\n      \
+                 containers:\n      - name: router\n        command: [python3, -m, sglang_router.launch_router, \
+                 --pd-disaggregation, --service-discovery, --prefill-selector, component={selector}, \
+                 --decode-selector, component=decode, --service-discovery-port, '8000']\n"
+            )
+    }
+
+    #[test]
+    fn a_selector_that_matches_no_pod_breaks_and_one_that_matches_passes() {
+        let found = linted(&[("k.yaml", &manifests("prefil", 8000))], "PD049");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("`--prefill-selector component=prefil` matches no prefill server pod"), "{}", found[0]);
+        assert!(linted(&[("k.yaml", &manifests("prefill", 8000))], "PD049").is_empty());
+    }
+
+    #[test]
+    fn a_pod_on_another_port_than_the_router_reaches_breaks() {
+        let found = linted(&[("k.yaml", &manifests("prefill", 8001))], "PD049");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("`--service-discovery-port 8000`, but it listens on 8001"), "{}", found[0]);
+    }
+}

@@ -77,3 +77,37 @@ fn check(m: &Material, found: &mut Vec<Finding>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::testing::linted;
+
+    /// A prefill Deployment of `replicas` pods, a decode, and a router whose prefill entry is
+    /// `http://{prefill}:30000`.
+    fn manifests(replicas: u32, prefill: &str) -> String {
+        let server = |name: &str, replicas: u32| {
+            format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}}}\nspec:\n  replicas: {replicas}\n  \
+                 template:\n    spec:\n      containers:\n      - name: {name}\n        command: [python3, -m, \
+                 sglang.launch_server, --model-path, m, --disaggregation-mode, {name}, --host, 0.0.0.0, --port, \
+                 '30000']\n---\n"
+            )
+        };
+        server("prefill", replicas)
+            + &server("decode", 1)
+            + &format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: router}}\nspec:\n  template:\n    spec:\n      \
+                 containers:\n      - name: router\n        command: [python3, -m, sglang_router.launch_router, \
+                 --pd-disaggregation, --prefill, 'http://{prefill}:30000', --decode, 'http://decode:30000']\n"
+            )
+    }
+
+    #[test]
+    fn replicas_behind_one_address_break_and_one_replica_passes() {
+        let found = linted(&[("k.yaml", &manifests(2, "prefill"))], "PD051");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("reaches 2 prefill pods through one address (the 2 replicas of"), "{}", found[0]);
+        assert!(linted(&[("k.yaml", &manifests(1, "prefill"))], "PD051").is_empty());
+        assert!(linted(&[("k.yaml", &manifests(2, "10.1.2.3"))], "PD051").is_empty());
+    }
+}
