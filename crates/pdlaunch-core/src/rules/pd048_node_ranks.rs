@@ -83,28 +83,7 @@ fn and_list(items: &[String]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::rules::testing::linted;
-
-    /// A two-node prefill and decode written out once per node, and their router; `p1` is added
-    /// to the prefill's second node, whose `--node-rank` is `rank1`.
-    fn job(rank1: &str, p1: &str) -> String {
-        let node = |mode: &str, rank: &str, host: &str, rdv: &str, extra: &str| {
-            format!(
-                "python3 -m sglang.launch_server --model-path m --disaggregation-mode {mode} --tp 16 --nnodes 2 \
-                 --node-rank {rank} --dist-init-addr {rdv}:5000 --host {host} --port 30000{extra}\n"
-            )
-        };
-        [
-            node("prefill", "0", "h1", "h1", ""),
-            node("prefill", rank1, "h2", "h1", p1),
-            node("decode", "0", "h3", "h3", ""),
-            node("decode", "1", "h4", "h3", ""),
-            "python3 -m sglang_router.launch_router --pd-disaggregation --prefill http://h1:30000 --decode \
-             http://h3:30000 --port 8000\n"
-                .to_owned(),
-        ]
-        .concat()
-    }
+    use crate::rules::testing::{linted, two_node_job as job};
 
     #[test]
     fn a_rank_past_nnodes_breaks_and_ranks_zero_and_one_pass() {
