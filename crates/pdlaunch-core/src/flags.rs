@@ -241,15 +241,38 @@ impl Flag {
     pub fn path(&self, at: At) -> Option<String> {
         field_path(self.field, at.role.as_str(), at.instance, at.node)
     }
+    /// How many values of its field a deployment holds; `None` for a flag no field renders.
+    pub fn reach(&self) -> Option<Reach> {
+        let (definition, _) = self.field.split_once('.')?;
+        Some(match definition {
+            "Model" | "Shared" | "Speculative" => Reach::Both,
+            "Side" | "HiCache" => Reach::Side,
+            "Instance" => Reach::Instance,
+            "Node" => Reach::Node,
+            "Router" => Reach::Router,
+            _ => return None,
+        })
+    }
     /// True when the field is per instance or per node (ports, NICs), not the same on every
     /// server of a side.
     pub fn per_process(&self) -> bool {
-        self.field.starts_with("Instance.") || self.field.starts_with("Node.")
+        matches!(self.reach(), Some(Reach::Instance | Reach::Node))
     }
-    /// True when the field is one for both sides (`Model`, `Shared`, `Speculative`).
-    pub fn shared(&self) -> bool {
-        ["Model.", "Shared.", "Speculative."].iter().any(|p| self.field.starts_with(p))
-    }
+}
+
+/// How many values of a flag's field a deployment holds, read from the field's definition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// One for both sides (`Model`, `Shared`, `Speculative`).
+    Both,
+    /// One per side (`Side`, `HiCache`).
+    Side,
+    /// One per instance of a side (`Instance`).
+    Instance,
+    /// One per node of an instance (`Node`).
+    Node,
+    /// The router's one (`Router`).
+    Router,
 }
 
 // The small conversions the bindings are written with.

@@ -1,6 +1,9 @@
 //! A linted group back to the one [`Deployment`] that renders it, through the flag table: each
-//! option goes to the field it renders from; options the schema does not model go to the side's
-//! (or the router's) `extra_args` verbatim.
+//! option is stored by its flag's binding ([`flags::Binding::set`]), the way the plan renders it
+//! by [`flags::Binding::get`]; options the table does not bind, and values their field cannot
+//! hold, go to the side's (or the router's) `extra_args` verbatim. The few options the topology
+//! decides (`--host`, `--dist-init-addr`, DP attention's `--dp-size`, the decode's bootstrap
+//! port) are read back by code of their own below.
 //!
 //! A deployment cannot say "one side differs": shared settings exist once. Where the servers
 //! disagree, the first prefill's value is kept for both sides and a note says what changed, so
@@ -15,12 +18,12 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{json, Map, Value};
+use serde_json::json;
 
 use super::{Group, Linted};
-use crate::deployment::{Deployment, Kubernetes, Placement, Role};
+use crate::deployment::{Deployment, Instance, Kubernetes, Node, Placement, Role};
 use crate::effective::ServerView;
-use crate::flags::{self, Flag, Kind};
+use crate::flags::{self, At, Flag, Reach, Written};
 use crate::plan::instance_addrs;
 use crate::spec::{ArgUse, ArgValue};
 
@@ -58,59 +61,20 @@ pub fn deployment(linted: &Linted, g: usize) -> Result<Reconstructed, String> {
 struct Builder<'a> {
     linted: &'a Linted,
     group: &'a Group,
-    doc: Value,
+    d: Deployment,
     notes: Vec<String>,
     /// (role, instance) -> index in the deployment's instances.
     instances: Vec<(Role, usize, usize)>,
+    /// The value each field of both sides or of one side was first read with, by the field's
+    /// deployment path: a later server that disagrees gets a note, not the field.
+    first: BTreeMap<String, String>,
     extra: [Vec<String>; 2],
-    extra_from: [Option<String>; 2],
 }
 
 fn side_index(r: Role) -> usize {
     match r {
         Role::Prefill => 0,
         Role::Decode => 1,
-    }
-}
-
-fn path_get<'v>(v: &'v Value, path: &[Value]) -> Option<&'v Value> {
-    path.iter().try_fold(v, |v, k| match k {
-        Value::String(s) => v.get(s.as_str()),
-        Value::Number(n) => v.get(n.as_u64()? as usize),
-        _ => None,
-    })
-}
-
-fn path_set(v: &mut Value, path: &[Value], value: Value) {
-    let mut cur = v;
-    for (i, k) in path.iter().enumerate() {
-        let last = i + 1 == path.len();
-        cur = match k {
-            Value::String(s) => {
-                if !cur.is_object() {
-                    *cur = Value::Object(Map::new());
-                }
-                let obj = cur.as_object_mut().expect("object");
-                if last {
-                    obj.insert(s.clone(), value);
-                    return;
-                }
-                obj.entry(s.clone()).or_insert(Value::Object(Map::new()))
-            }
-            Value::Number(n) => {
-                let i = n.as_u64().unwrap_or(0) as usize;
-                let Some(arr) = cur.as_array_mut() else { return };
-                if i >= arr.len() {
-                    return;
-                }
-                if last {
-                    arr[i] = value;
-                    return;
-                }
-                &mut arr[i]
-            }
-            _ => return,
-        };
     }
 }
 
@@ -121,18 +85,12 @@ fn use_tokens<'t>(view: &'t ServerView, u: &ArgUse) -> &'t [String] {
     &view.tokens[u.index..next.min(view.tokens.len())]
 }
 
-fn json_value(flag: &Flag, u: &ArgUse) -> Option<Value> {
-    let text = u.value.as_text();
-    Some(match (flag.kind, &u.value) {
-        (Kind::Switch, ArgValue::Switch(b)) => Value::Bool(*b),
-        (Kind::Int, _) => Value::from(crate::spec::parse_human_int(&text)?),
-        (Kind::Float, _) => {
-            let x = crate::float::parse(&text)?;
-            serde_json::Number::from_f64(x).map(Value::Number)?
-        }
-        (Kind::List, ArgValue::Many(v)) => Value::Array(v.iter().cloned().map(Value::String).collect()),
-        _ => Value::String(text),
-    })
+/// An option's value as the flags' bindings take it.
+fn written(u: &ArgUse) -> Written {
+    match &u.value {
+        ArgValue::Switch(on) => Written::Switch(*on),
+        value => Written::Text(value.as_text()),
+    }
 }
 
 /// The servers' cluster settings, when the servers of each side share theirs and the sides
@@ -184,34 +142,37 @@ impl<'a> Builder<'a> {
         }
         let first = &group.servers[0];
         let python = linted.launches[first.launch].python.clone().unwrap_or_else(|| "python3".into());
-        let mut launcher = json!({"python": python});
-        // The servers' image, when they share one other than the one `render` would name.
-        let image = linted.launches[first.launch].image.as_deref();
-        let shared = group.servers.iter().all(|s| linted.launches[s.launch].image.as_deref() == image);
-        if let Some(image) = image.filter(|i| shared && *i != crate::render::default_image(group.release)) {
-            launcher["image"] = json!(image);
-        }
         let model_path = first.view.value("model_path").unwrap_or_else(|| "UNKNOWN-MODEL".into());
         let mut notes = Vec::new();
         if first.view.value("model_path").is_none() {
             notes.push("no --model-path found: set `model.path`".to_owned());
         }
-        let mut doc = json!({
+        // The skeleton, read as a deployment so that every field the options leave unset takes
+        // the schema's default.
+        let skeleton = json!({
             "name": group.name,
             "sglang_version": group.release,
             "router_version": group.router_release,
-            "launcher": launcher,
+            "launcher": {"python": python},
             "model": {"path": model_path},
             "shared": {},
             "prefill": {"instances": []},
             "decode": {"instances": []},
         });
+        let mut d: Deployment =
+            crate::load::from_value(&skeleton).map_err(|e| format!("cannot build a deployment: {e}"))?;
+        // The servers' image, when they share one other than the one `render` would name.
+        let image = linted.launches[first.launch].image.as_deref();
+        let shared = group.servers.iter().all(|s| linted.launches[s.launch].image.as_deref() == image);
+        if let Some(image) = image.filter(|i| shared && *i != crate::render::default_image(group.release)) {
+            d.launcher.image = Some(image.to_owned());
+        }
         if let Some(k) = cluster_settings(linted, group) {
-            doc["kubernetes"] = crate::load::to_value(&k);
+            d.kubernetes = k;
         }
         // The built-in model the rules used, so that checking the deployment uses it too.
         if let Some(p) = group.preset {
-            doc["model"]["preset"] = json!(p.name);
+            d.model.preset = Some(p.name.to_owned());
         }
         let mut instances = Vec::new();
         for r in Role::BOTH {
@@ -236,7 +197,7 @@ impl<'a> Builder<'a> {
                         s.view.label, s.view.node
                     ));
                 }
-                let mut hosts: Vec<Value> = Vec::new();
+                let mut hosts = Vec::new();
                 for n in 0..count {
                     let known =
                         nodes.iter().find(|s| s.view.node == n).map(|s| own_host(group, s)).filter(|h| !h.is_empty());
@@ -245,57 +206,25 @@ impl<'a> Builder<'a> {
                         notes.push(format!("the address of {r} instance {k} node {n} is unknown: set its `host` (`{placeholder}` is a placeholder)"));
                         placeholder
                     });
-                    hosts.push(json!({"host": host}));
+                    hosts.push(Node { host, gpus: None, gpus_installed: None, base_gpu_id: None, ib_device: None });
                 }
-                doc[r.as_str()]["instances"].as_array_mut().expect("array").push(json!({"nodes": hosts}));
+                d.side_mut(r).instances.push(Instance {
+                    nodes: hosts,
+                    port: None,
+                    bootstrap_port: None,
+                    dist_init_port: None,
+                    nccl_port: None,
+                });
                 instances.push((r, *inst, k));
             }
         }
-        Ok(Builder { linted, group, doc, notes, instances, extra: [Vec::new(), Vec::new()], extra_from: [None, None] })
+        Ok(Builder { linted, group, d, notes, instances, first: BTreeMap::new(), extra: [Vec::new(), Vec::new()] })
     }
 
-    fn valid(doc: &Value) -> bool {
-        crate::load::from_value::<Deployment>(doc).is_ok()
-    }
-
-    /// Sets a field if the result is a valid deployment; false when the schema refuses it.
-    fn try_set(&mut self, path: &[Value], value: Value) -> bool {
-        let mut next = self.doc.clone();
-        path_set(&mut next, path, value);
-        if Self::valid(&next) {
-            self.doc = next;
-            true
-        } else {
-            false
-        }
-    }
-
-    fn field_path(&self, field: &str, role: Role, inst: usize, node: usize) -> Option<Vec<Value>> {
-        let (def, prop) = field.split_once('.')?;
-        let k = self.instances.iter().find(|(r, i, _)| *r == role && *i == inst).map(|x| x.2)?;
-        let p = |v: &[&str]| v.iter().map(|s| Value::String((*s).to_owned())).collect::<Vec<_>>();
-        Some(match def {
-            "Model" => p(&["model", prop]),
-            "Shared" => p(&["shared", prop]),
-            "Speculative" => p(&["shared", "speculative", prop]),
-            "Side" => p(&[role.as_str(), prop]),
-            "HiCache" => p(&[role.as_str(), "hicache", prop]),
-            "Instance" => {
-                let mut v = p(&[role.as_str(), "instances"]);
-                v.push(Value::from(k));
-                v.push(Value::String(prop.to_owned()));
-                v
-            }
-            "Node" => {
-                let mut v = p(&[role.as_str(), "instances"]);
-                v.push(Value::from(k));
-                v.push(Value::String("nodes".into()));
-                v.push(Value::from(node));
-                v.push(Value::String(prop.to_owned()));
-                v
-            }
-            _ => return None,
-        })
+    /// The deployment's place of the server `v` of `role`: its instance's index among the side's.
+    fn at(&self, role: Role, v: &ServerView) -> Option<At> {
+        let &(_, _, instance) = self.instances.iter().find(|(r, i, _)| *r == role && *i == v.instance)?;
+        Some(At { role, instance, node: v.node })
     }
 
     fn build(mut self) -> Result<Reconstructed, String> {
@@ -308,12 +237,11 @@ impl<'a> Builder<'a> {
                 continue;
             };
             let v = &s.view;
+            let Some(at) = self.at(role, v) else { continue };
             if v.role.is_none() {
                 self.notes.push(format!("{} has no --disaggregation-mode; the deployment renders `{role}`", v.label));
             }
-            let is_side_head =
-                self.instances.iter().find(|(r, _, k)| *r == role && *k == 0).is_some_and(|(_, i, _)| *i == v.instance)
-                    && v.node == 0;
+            let is_side_head = at.instance == 0 && at.node == 0;
             // Argparse problems: verbatim into extra_args (the first server of the side speaks for it).
             if is_side_head {
                 for p in &v.parsed.problems {
@@ -330,37 +258,35 @@ impl<'a> Builder<'a> {
                     continue;
                 }
                 let flag = flags::server_flag(u.canonical).or_else(|| flags::server_flags_for_dest(u.dest).next());
-                let tokens = use_tokens(v, u).to_vec();
                 let handled = match (flag, u.dest) {
                     (_, "disaggregation_mode" | "nnodes" | "node_rank" | "enable_dp_attention") => true,
                     (_, "host") => {
                         let h = u.value.as_text();
-                        if h != v.host && !h.is_empty() {
-                            let path = vec![Value::from(role.as_str()), Value::from("bind_host")];
-                            match path_get(&self.doc, &path).and_then(Value::as_str) {
-                                Some(prev) if prev != h => {
-                                    self.notes.push(format!(
-                                        "{} binds `{h}`, other {role} servers `{prev}`; kept `{prev}`",
-                                        v.label
-                                    ));
-                                    true
-                                }
-                                _ => self.try_set(&path, Value::String(h)),
+                        match &self.d.side(role).bind_host {
+                            _ if h == v.host || h.is_empty() => {}
+                            Some(prev) if *prev != h => {
+                                self.notes.push(format!(
+                                    "{} binds `{h}`, other {role} servers `{prev}`; kept `{prev}`",
+                                    v.label
+                                ));
                             }
-                        } else {
-                            true
+                            _ => self.d.side_mut(role).bind_host = Some(h),
                         }
+                        true
                     }
                     (_, "dist_init_addr") => {
                         let port = crate::rules::split_url(&u.value.as_text()).map(|(_, p)| p);
-                        match (port, self.field_path("Instance.dist_init_port", role, v.instance, 0)) {
-                            (Some(p), Some(path)) => self.try_set(&path, Value::from(p)),
+                        match (port, self.d.side_mut(role).instances.get_mut(at.instance)) {
+                            (Some(p), Some(instance)) => {
+                                instance.dist_init_port = Some(p);
+                                true
+                            }
                             _ => false,
                         }
                     }
                     (_, "dp_size") if dp_attention => {
-                        let path = vec![Value::from(role.as_str()), Value::from("attn_dp")];
-                        self.try_set(&path, Value::from(v.size("dp_size")))
+                        self.d.side_mut(role).attn_dp = v.size("dp_size");
+                        true
                     }
                     (_, "disaggregation_bootstrap_port") if role == Role::Decode => {
                         let b = v.bootstrap_port();
@@ -375,75 +301,116 @@ impl<'a> Builder<'a> {
                         }
                         true
                     }
-                    (_, "enable_hierarchical_cache") => {
-                        let path = vec![Value::from(role.as_str()), Value::from("hicache")];
-                        if path_get(&self.doc, &path).is_none() {
-                            self.try_set(&path, json!({}))
-                        } else {
-                            true
-                        }
-                    }
-                    (Some(f), _) if role_specific_mismatch(f, role) => false,
-                    (Some(f), _) if !f.field.is_empty() => self.set_field(f, u, v, role),
+                    // A spelling for the other side's servers (`--cuda-graph-max-bs-prefill` on a
+                    // decode) is kept verbatim: the side's field renders the other spelling.
+                    (Some(f), _) if !f.bind.on.has(role) => false,
+                    (Some(f), _) => self.store(f, u, v, at),
                     _ => false,
                 };
                 if !handled && is_side_head {
-                    self.extra[side_index(role)].extend(tokens);
-                    self.extra_from[side_index(role)].get_or_insert_with(|| v.label.clone());
+                    self.extra[side_index(role)].extend(use_tokens(v, u).iter().cloned());
                 }
             }
         }
         for r in Role::BOTH {
-            let extra = std::mem::take(&mut self.extra[side_index(r)]);
-            if !extra.is_empty() {
-                let path = vec![Value::from(r.as_str()), Value::from("extra_args")];
-                path_set(&mut self.doc, &path, Value::Array(extra.into_iter().map(Value::String).collect()));
-            }
-        }
-        for r in Role::BOTH {
-            let gpus: Vec<Option<crate::deployment::Gpu>> =
-                group.servers.iter().filter(|s| s.role() == Some(r)).map(|s| s.view.gpu).collect();
-            if let Some(Some(g)) = gpus.first() {
-                if gpus.iter().all(|x| *x == Some(*g)) {
-                    self.doc[r.as_str()]["gpu"] = crate::load::to_value(g);
+            self.d.side_mut(r).extra_args = std::mem::take(&mut self.extra[side_index(r)]);
+            let mut gpus = group.servers.iter().filter(|s| s.role() == Some(r)).map(|s| s.view.gpu);
+            if let Some(Some(g)) = gpus.next() {
+                if gpus.all(|x| x == Some(g)) {
+                    self.d.side_mut(r).gpu = Some(g);
                 }
             }
         }
         self.decode_only_speculation();
         self.env();
         self.router();
-        let mut deployment: Deployment =
-            crate::load::from_value(&self.doc).map_err(|e| format!("cannot build a deployment: {e}"))?;
-        self.pin_gpus(&mut deployment);
-        self.replicate(&mut deployment);
-        Ok(Reconstructed { deployment, notes: self.notes })
+        self.pin_gpus();
+        self.replicate();
+        Ok(Reconstructed { deployment: self.d, notes: self.notes })
+    }
+
+    /// Stores option `u` of server `v` by its flag's binding; false when the flag has none or its
+    /// field cannot hold the value. A field of both sides or of a side takes the first server's
+    /// value; a later server that disagrees gets a note.
+    fn store(&mut self, f: &'static Flag, u: &ArgUse, v: &ServerView, at: At) -> bool {
+        let (Some(set), Some(reach), Some(path)) = (f.bind.set, f.reach(), f.path(at)) else { return false };
+        match reach {
+            // Node 0 speaks for its instance.
+            Reach::Instance if at.node != 0 => return true,
+            Reach::Both | Reach::Side => {
+                let value = u.value.as_text();
+                if let Some(prev) = self.first.get(&path) {
+                    if *prev != value {
+                        let scope = if reach == Reach::Both { "both sides" } else { "the whole side" };
+                        self.notes.push(format!(
+                            "{} has `{} {value}` but an earlier server has `{prev}`; the deployment renders `{prev}` on \
+                             {scope}",
+                            v.label, u.spelling
+                        ));
+                    }
+                    return true;
+                }
+                if !set(&mut self.d, at, &written(u)) {
+                    return false;
+                }
+                self.first.insert(path, value);
+                return true;
+            }
+            _ => {}
+        }
+        set(&mut self.d, at, &written(u))
+    }
+
+    /// Makes `base_gpu_id` explicit where the plan's default placement (after the GPUs of
+    /// processes rendered earlier on the same host) differs from the GPU the server really starts
+    /// at (`--base-gpu-id`, default 0).
+    fn pin_gpus(&mut self) {
+        for _ in 0..8 {
+            let plan = crate::plan::plan(&self.d);
+            let mut changed = false;
+            for s in &self.group.servers {
+                let Some(at) = s.role().and_then(|role| self.at(role, &s.view)) else { continue };
+                let base = s.view.int("base_gpu_id").and_then(|b| u32::try_from(b).ok()).unwrap_or(0);
+                let want = visible_start(&s.view.env).map_or(base, |first| first + base);
+                let planned = plan
+                    .servers
+                    .iter()
+                    .find(|p| p.role == at.role && p.instance == at.instance && p.node == at.node)
+                    .map(|p| p.gpus.0);
+                if planned.is_some_and(|p| p != want) {
+                    let side = self.d.side_mut(at.role);
+                    if let Some(node) = side.instances.get_mut(at.instance).and_then(|i| i.nodes.get_mut(at.node)) {
+                        node.base_gpu_id = Some(want);
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
     }
 
     /// The instances that the `replicas` of a Deployment or StatefulSet stand for (one per
     /// `--nnodes` pods): the server read once is the first, and copies of it follow the side's
     /// other instances. Their hosts are their pods' names, `<object>-<i>.<address>`, which a
     /// StatefulSet's headless Service resolves and a Deployment's pods do not have.
-    fn replicate(&mut self, d: &mut Deployment) {
+    fn replicate(&mut self) {
         for s in self.group.servers.iter().filter(|s| s.view.node == 0 && s.view.pod.is_none()) {
             let l = &self.linted.launches[s.launch];
             let (Some(role), Some(meta)) = (s.role(), l.meta.as_deref().filter(|_| l.isolated)) else {
                 continue;
             };
             let copies = (meta.replicas.unwrap_or(1) / s.view.size("nnodes").max(1)).min(MAX_REPLICAS) as usize;
-            let Some(&(_, _, k)) = self.instances.iter().find(|(r, i, _)| *r == role && *i == s.view.instance) else {
-                continue;
-            };
-            let side = match role {
-                Role::Prefill => &mut d.prefill,
-                Role::Decode => &mut d.decode,
-            };
-            let Some(first) = side.instances.get(k).cloned().filter(|_| copies >= 2) else { continue };
+            let Some(at) = self.at(role, &s.view) else { continue };
+            let side = self.d.side_mut(role);
+            let Some(first) = side.instances.get(at.instance).cloned().filter(|_| copies >= 2) else { continue };
             let owner = meta.owner.as_deref().unwrap_or(role.as_str());
             let pod = |c: usize, host: &str| match crate::plan::is_ip_literal(host) {
                 true => format!("{owner}-{c}"),
                 false => format!("{owner}-{c}.{host}"),
             };
-            let mut numbers = vec![k];
+            let mut numbers = vec![at.instance];
             for c in 1..copies {
                 let mut copy = first.clone();
                 for n in &mut copy.nodes {
@@ -452,7 +419,7 @@ impl<'a> Builder<'a> {
                 numbers.push(side.instances.len());
                 side.instances.push(copy);
             }
-            for n in &mut side.instances[k].nodes {
+            for n in &mut side.instances[at.instance].nodes {
                 n.host = pod(0, &n.host);
             }
             let numbers: Vec<String> = numbers.iter().map(ToString::to_string).collect();
@@ -466,66 +433,6 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// Makes `base_gpu_id` explicit where the plan's default placement (after the GPUs of
-    /// processes rendered earlier on the same host) differs from the GPU the server really starts
-    /// at (`--base-gpu-id`, default 0).
-    fn pin_gpus(&self, d: &mut Deployment) {
-        for _ in 0..8 {
-            let plan = crate::plan::plan(d);
-            let mut changed = false;
-            for s in &self.group.servers {
-                let Some(role) = s.role() else { continue };
-                let Some(&(_, _, k)) = self.instances.iter().find(|(r, i, _)| *r == role && *i == s.view.instance)
-                else {
-                    continue;
-                };
-                let base = s.view.int("base_gpu_id").and_then(|b| u32::try_from(b).ok()).unwrap_or(0);
-                let want = visible_start(&s.view.env).map_or(base, |first| first + base);
-                let planned = plan
-                    .servers
-                    .iter()
-                    .find(|p| p.role == role && p.instance == k && p.node == s.view.node)
-                    .map(|p| p.gpus.0);
-                if planned.is_some_and(|p| p != want) {
-                    if let Some(node) = d.side_mut(role).instances.get_mut(k).and_then(|i| i.nodes.get_mut(s.view.node))
-                    {
-                        node.base_gpu_id = Some(want);
-                        changed = true;
-                    }
-                }
-            }
-            if !changed {
-                break;
-            }
-        }
-    }
-
-    fn set_field(&mut self, f: &'static Flag, u: &ArgUse, v: &ServerView, role: Role) -> bool {
-        let Some(value) = json_value(f, u) else { return false };
-        let Some(path) = self.field_path(f.field, role, v.instance, v.node) else { return false };
-        // `Node.*`: every node has its own; `Instance.*`: node 0 speaks for the instance.
-        if f.field.starts_with("Instance.") && v.node != 0 {
-            return true;
-        }
-        let shared = ["Model.", "Shared.", "Speculative."].iter().any(|p| f.field.starts_with(p));
-        let side = ["Side.", "HiCache."].iter().any(|p| f.field.starts_with(p));
-        if shared || side {
-            if let Some(prev) = path_get(&self.doc, &path).cloned() {
-                if prev != value && !(f.field == "Model.path" && prev == Value::String(u.value.as_text())) {
-                    let scope = if shared { "both sides" } else { "the whole side" };
-                    self.notes.push(format!(
-                        "{} has `{} {}` but an earlier server has {prev}; the deployment renders {prev} on {scope}",
-                        v.label,
-                        u.spelling,
-                        u.value.as_text()
-                    ));
-                }
-                return true;
-            }
-        }
-        self.try_set(&path, value)
-    }
-
     /// A decode that speculates behind prefills that do not: `shared.speculative` came from the
     /// decode, and renders on the decode only.
     fn decode_only_speculation(&mut self) {
@@ -534,8 +441,9 @@ impl<'a> Builder<'a> {
         };
         let on = |role: Role| self.group.servers.iter().filter(move |s| s.role() == Some(role));
         if on(Role::Decode).any(|s| speculates(&s)) && !on(Role::Prefill).any(|s| speculates(&s)) {
-            let path = ["shared", "speculative", "decode_only"].map(Value::from).to_vec();
-            self.try_set(&path, Value::Bool(true));
+            if let Some(speculative) = &mut self.d.shared.speculative {
+                speculative.decode_only = true;
+            }
         }
     }
 
@@ -548,39 +456,32 @@ impl<'a> Builder<'a> {
                 && !super::manifest::POD_VARS.contains(&k)
         };
         // A contiguous `CUDA_VISIBLE_DEVICES` becomes the node's `base_gpu_id` (`pin_gpus`).
-        let valid = |k: &str, env: &std::collections::BTreeMap<String, String>| {
-            valid(k) && !(k == VISIBLE && visible_start(env).is_some())
-        };
-        let all: Vec<&std::collections::BTreeMap<String, String>> = group.servers.iter().map(|s| &s.view.env).collect();
+        let valid =
+            |k: &str, env: &BTreeMap<String, String>| valid(k) && !(k == VISIBLE && visible_start(env).is_some());
+        let all: Vec<&BTreeMap<String, String>> = group.servers.iter().map(|s| &s.view.env).collect();
         let Some(first) = all.first() else { return };
-        let mut shared = Map::new();
+        let mut shared = BTreeMap::new();
         for (k, v) in first.iter() {
             if valid(k, first) && all.iter().all(|e| e.get(k) == Some(v)) {
-                shared.insert(k.clone(), Value::String(v.clone()));
+                shared.insert(k.clone(), v.clone());
             }
         }
         for r in Role::BOTH {
             let side: Vec<&super::ServerEntry> = group.servers.iter().filter(|s| s.role() == Some(r)).collect();
             let Some(head) = side.first() else { continue };
-            let mut env = Map::new();
+            let mut env = BTreeMap::new();
             for (k, v) in &head.view.env {
                 if valid(k, &head.view.env) && !shared.contains_key(k) {
-                    if side.iter().all(|s| s.view.env.get(k) == Some(v)) {
-                        env.insert(k.clone(), Value::String(v.clone()));
-                    } else {
+                    if !side.iter().all(|s| s.view.env.get(k) == Some(v)) {
                         self.notes
                             .push(format!("`{k}` differs between {r} servers; kept `{v}` from {}", head.view.label));
-                        env.insert(k.clone(), Value::String(v.clone()));
                     }
+                    env.insert(k.clone(), v.clone());
                 }
             }
-            if !env.is_empty() {
-                self.doc[r.as_str()]["env"] = Value::Object(env);
-            }
+            self.d.side_mut(r).env = env;
         }
-        if !shared.is_empty() {
-            self.doc["shared"]["env"] = Value::Object(shared);
-        }
+        self.d.shared.env = shared;
     }
 
     fn router(&mut self) {
@@ -598,12 +499,12 @@ impl<'a> Builder<'a> {
         // selectors and a port of its own.
         let discovery = r.discovered.is_some();
         if discovery {
-            let k = &mut self.doc["kubernetes"];
-            k["service_discovery"] = Value::Bool(true);
+            let k = &mut self.d.kubernetes;
+            k.service_discovery = true;
             // The router's namespace, when it is one (not `$(POD_NAMESPACE)`).
             let ns = v.parsed.get("service_discovery_namespace").map(|n| n.as_text());
-            if let (Value::Null, Some(ns)) = (&k["namespace"], ns.filter(|n| crate::render::cluster::is_label(n))) {
-                k["namespace"] = Value::String(ns);
+            if let (None, Some(ns)) = (&k.namespace, ns.filter(|n| crate::render::cluster::is_label(n))) {
+                k.namespace = Some(ns);
             }
         }
         let discovery_flags = [
@@ -613,7 +514,9 @@ impl<'a> Builder<'a> {
             "service_discovery_port",
             "service_discovery_namespace",
         ];
-        let mut router = Map::new();
+        // Router fields are the deployment's one router's: the place is not read.
+        let at = At { role: Role::Prefill, instance: 0, node: 0 };
+        let mut stored: Vec<&str> = Vec::new();
         for u in &v.parsed.uses {
             if matches!(u.dest, "prefill" | "decode" | "pd_disaggregation")
                 || discovery && discovery_flags.contains(&u.dest)
@@ -623,72 +526,54 @@ impl<'a> Builder<'a> {
             if v.parsed.last_use(u.dest).map(|l| l.index) != Some(u.index) {
                 continue;
             }
-            let next = v.parsed.uses.iter().map(|x| x.index).filter(|&i| i > u.index).min().unwrap_or(v.tokens.len());
-            let flag = flags::ROUTER_FLAGS.iter().copied().find(|f| f.dest == u.dest && !f.field.is_empty());
-            let set = flag.and_then(|f| {
-                let prop = f.field.strip_prefix("Router.")?;
-                let value = json_value(f, u)?;
-                let mut trial = self.doc.clone();
-                let mut rm = router.clone();
-                rm.insert(prop.to_owned(), value.clone());
-                trial["router"] = Value::Object(rm);
-                Self::valid(&trial).then(|| router.insert(prop.to_owned(), value))
-            });
-            if set.is_none() {
+            let set = flags::ROUTER_FLAGS.iter().find(|f| f.dest == u.dest).and_then(|f| f.bind.set);
+            if set.is_some_and(|set| set(&mut self.d, at, &written(u))) {
+                stored.push(u.dest);
+            } else {
+                let next =
+                    v.parsed.uses.iter().map(|x| x.index).filter(|&i| i > u.index).min().unwrap_or(v.tokens.len());
                 extra.extend(v.tokens[u.index..next].iter().cloned());
             }
         }
-        if !router.contains_key("port") {
-            router.insert("port".into(), Value::from(v.port));
+        let router = &mut self.d.router;
+        if !stored.contains(&"port") {
+            router.port = v.port;
             self.notes.push(format!("the router gives no --port (its default is {}); kept it explicit", v.port));
         }
-        if !router.contains_key("host") {
-            router.insert("host".into(), Value::String(v.host.clone()));
+        if !stored.contains(&"host") {
+            router.host = v.host.clone();
         }
-        if !extra.is_empty() {
-            router.insert("extra_args".into(), Value::Array(extra.into_iter().map(Value::String).collect()));
-        }
+        router.extra_args = extra;
         let launch = &self.linted.launches[r.launch];
-        let mut env = Map::new();
-        env.extend(launch.env.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))));
-        if !env.is_empty() {
-            router.insert("env".into(), Value::Object(env));
+        router.env = launch.env.iter().cloned().collect();
+        let default_image = crate::render::default_router_image(self.group.router_release);
+        if let Some(image) = launch.image.as_deref().filter(|i| *i != default_image) {
+            router.image = Some(image.to_owned());
         }
         // Routers behind one Service: the replicas of the object that makes the router's pods.
         if let Some(n) = launch.meta.as_deref().and_then(|m| m.replicas).filter(|n| *n > 1) {
-            self.doc["kubernetes"]["router_replicas"] = Value::from(n);
-        }
-        let default_image = crate::render::default_router_image(self.group.router_release);
-        if let Some(image) = launch.image.as_deref().filter(|i| *i != default_image) {
-            router.insert("image".into(), Value::String(image.to_owned()));
-        }
-        let mut trial = self.doc.clone();
-        trial["router"] = Value::Object(router);
-        if Self::valid(&trial) {
-            self.doc = trial;
+            self.d.kubernetes.router_replicas = n;
         }
         // Entries the deployment renders from the prefill side: say where the router disagreed.
-        if let Ok(d) = crate::load::from_value::<Deployment>(&self.doc) {
-            let addrs = instance_addrs(&d);
-            for (i, e) in v.prefills.iter().enumerate() {
-                let Some(a) = addrs.get(&(Role::Prefill, i)) else {
-                    self.notes.push(format!(
-                        "router entry {i} (`--prefill http://{}:{}`) has no prefill instance",
-                        e.host, e.port
-                    ));
-                    continue;
-                };
-                if e.bootstrap_port.is_some_and(|b| b != a.bootstrap_port) {
-                    self.notes.push(format!(
-                        "router entry `--prefill http://{}:{}` gives bootstrap port {}, the prefill binds {}; the deployment \
-                         renders {}",
-                        e.host,
-                        e.port,
-                        e.bootstrap_port.unwrap_or_default(),
-                        a.bootstrap_port,
-                        a.bootstrap_port
-                    ));
-                }
+        let addrs = instance_addrs(&self.d);
+        for (i, e) in v.prefills.iter().enumerate() {
+            let Some(a) = addrs.get(&(Role::Prefill, i)) else {
+                self.notes.push(format!(
+                    "router entry {i} (`--prefill http://{}:{}`) has no prefill instance",
+                    e.host, e.port
+                ));
+                continue;
+            };
+            if e.bootstrap_port.is_some_and(|b| b != a.bootstrap_port) {
+                self.notes.push(format!(
+                    "router entry `--prefill http://{}:{}` gives bootstrap port {}, the prefill binds {}; the deployment \
+                     renders {}",
+                    e.host,
+                    e.port,
+                    e.bootstrap_port.unwrap_or_default(),
+                    a.bootstrap_port,
+                    a.bootstrap_port
+                ));
             }
         }
     }
@@ -703,18 +588,6 @@ fn own_host(group: &Group, s: &super::ServerEntry) -> String {
     match &s.view.pod {
         Some(pod) if shared(pod) => pod.clone(),
         _ => s.view.host.clone(),
-    }
-}
-
-/// A role-specific spelling on the other role's server (e.g. `--cuda-graph-max-bs-prefill` on a
-/// decode): kept verbatim, since the side's field renders the other spelling.
-fn role_specific_mismatch(f: &Flag, role: Role) -> bool {
-    let name = f.name;
-    match role {
-        Role::Prefill => {
-            name.ends_with("-decode") || name == "--disable-decode-cuda-graph" || name == "--cuda-graph-max-bs"
-        }
-        Role::Decode => name.ends_with("-prefill") || name == "--disable-prefill-cuda-graph",
     }
 }
 

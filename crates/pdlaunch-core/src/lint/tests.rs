@@ -240,6 +240,29 @@ fn reconstructs_the_deployment() {
     assert!(crate::rules::check(d).is_clean(), "{:#?}", crate::rules::check(d));
 }
 
+/// Reading back goes through the flags' bindings: a field of both sides takes the first
+/// server's value, and a note names the server that disagrees; a value its field cannot hold
+/// and a spelling for the other side's servers stay verbatim in the side's `extra_args`.
+#[test]
+fn reading_back_keeps_the_first_value_and_leaves_the_rest_verbatim() {
+    let prefill = " --page-size 64 --max-running-requests -5 --cuda-graph-max-bs-decode 8 --chunked-prefill-size 4096";
+    let l = run(&[("pd.sh", &pd(prefill, " --page-size 16"))]);
+    let r = reconstruct::deployment(&l, 0).unwrap();
+    let d = &r.deployment;
+    assert_eq!(d.shared.page_size, 64);
+    assert_eq!(d.prefill.chunked_prefill_size, Some(4096));
+    assert_eq!(d.prefill.max_running_requests, None);
+    assert_eq!(d.prefill.cuda_graph_max_bs, None);
+    assert_eq!(d.prefill.extra_args, ["--max-running-requests", "-5", "--cuda-graph-max-bs-decode", "8"]);
+    let note = r.notes.iter().find(|n| n.contains("--page-size 16")).expect("a note on the page size");
+    assert!(
+        note.ends_with(
+            "has `--page-size 16` but an earlier server has `64`; the deployment renders `64` on both sides"
+        ),
+        "{note}"
+    );
+}
+
 /// A model path naming a built-in model (here a checkpoint that shares DeepSeek-V3's
 /// `config.json`) gives the rules its geometry, and the reconstructed deployment names the
 /// preset, so that checking it finds what the lint found.
