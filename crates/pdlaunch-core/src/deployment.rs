@@ -527,6 +527,12 @@ pub struct Side {
     /// Extra pre-allocation slots (decode only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decode_extra_slots: Option<u32>,
+    /// Scheduler iterations between two polls of the requests whose KV is arriving (decode
+    /// only); larger values poll less often. SGLang divides by it: 0 stops the decode at its
+    /// first iteration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub decode_polling_interval: Option<u32>,
     /// Optimistic prefill attempts (prefill only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub optimistic_prefill_attempts: Option<u32>,

@@ -1934,6 +1934,25 @@ pub static NUM_RESERVED_DECODE_TOKENS: Flag = Flag {
     doc: "Reserved tokens per decode request.",
 };
 
+/// `--disaggregation-decode-polling-interval`: how often the decode polls arriving KV.
+pub static DECODE_POLLING_INTERVAL: Flag = Flag {
+    name: "--disaggregation-decode-polling-interval",
+    aliases: &[],
+    dest: "disaggregation_decode_polling_interval",
+    kind: Kind::Int,
+    choices: &[],
+    default: Dflt::Int(1),
+    relation: Relation::DecodeOnly,
+    releases: since(Release::V0_5_3),
+    field: "Side.decode_polling_interval",
+    bind: Binding {
+        get: Some(|d, at| shown(d.side(at.role).decode_polling_interval.as_ref())),
+        set: Some(|d, at, v| int(v).map(|x| d.side_mut(at.role).decode_polling_interval = Some(x)).is_some()),
+        on: Sides::Both,
+    },
+    doc: "Scheduler iterations between the decode's polls of requests whose KV is arriving.",
+};
+
 /// `--disaggregation-decode-extra-slots`: Extra pre-allocation slots.
 pub static DECODE_EXTRA_SLOTS: Flag = Flag {
     name: "--disaggregation-decode-extra-slots",
@@ -2086,6 +2105,7 @@ pub static SERVER_FLAGS: &[&Flag] = &[
     &DECODE_RETRACTION_BACKUP,
     &NUM_RESERVED_DECODE_TOKENS,
     &DECODE_EXTRA_SLOTS,
+    &DECODE_POLLING_INTERVAL,
     &OPTIMISTIC_PREFILL_ATTEMPTS,
     &ENABLE_METRICS,
     &CONFIG,

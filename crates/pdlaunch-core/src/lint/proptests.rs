@@ -131,6 +131,7 @@ fn side(role: Role) -> impl Strategy<Value = Side> {
         opt(1u32..8),
         opt(0u32..4),
         any::<bool>(),
+        opt(1u32..16),
     );
     let prefix = if role == Role::Prefill { "P_" } else { "D_" };
     let rest = (prop::collection::vec(instance(), 1..3), env_map(prefix), proptest::sample::subsequence(EXTRA, 0..3));
@@ -162,6 +163,7 @@ fn side(role: Role) -> impl Strategy<Value = Side> {
         decode_retraction_backup: c.2,
         num_reserved_decode_tokens: c.3,
         decode_extra_slots: c.4,
+        decode_polling_interval: c.7,
         optimistic_prefill_attempts: c.5,
         enable_metrics: c.6,
         bind_host: None,
