@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::shell::{Lexer, VarValue, Vars};
 use crate::deployment::Gpu;
 use crate::read::source::{SrcMap, Word};
-pub use crate::rules::material::{PodMeta, Service, SrunSameRank, Target};
+pub use crate::rules::material::{NamedPort, PodMeta, Service, ServicePort, SrunSameRank, Target};
 
 /// Which program a launch starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use super::launch::{
-    gpu_in_text, release_for, scan_scripts, scan_shell, take_launch, version_in_image, Launch, LwsGroup, Pod, PodMeta,
-    Service, Surroundings, Target,
+    gpu_in_text, release_for, scan_scripts, scan_shell, take_launch, version_in_image, Launch, LwsGroup, NamedPort,
+    Pod, PodMeta, Service, ServicePort, Surroundings, Target,
 };
 use super::shell::{Lexer, Vars};
 use crate::read::source::{Embed, SrcMap, Word};
@@ -88,7 +88,7 @@ pub fn services(docs: &[Node], file: usize) -> Vec<Service> {
             Some((key, list @ Node::Seq(_))) => {
                 let read = list.items().iter().map(|p| {
                     let port = port_of(p.get("port")?)?;
-                    Some((port, p.get("targetPort").map_or(Target::Port(port), target_of)))
+                    Some(ServicePort { port, target: p.get("targetPort").map_or(Target::Port(port), target_of) })
                 });
                 match read.collect::<Option<Vec<_>>>() {
                     Some(ports) => (key.start, ports),
@@ -519,12 +519,15 @@ fn container(keys: &Keys, file: usize, dialect: Dialect, around: &mut Surroundin
         around.meta = Some(Arc::new(meta));
     }
     // The container's named ports, which a Service's `targetPort` may name.
-    let named: Vec<(String, u16)> = keys
+    let named: Vec<NamedPort> = keys
         .ports
         .map(Node::items)
         .unwrap_or_default()
         .iter()
-        .filter_map(|p| Some((p.get("name")?.str()?.to_owned(), p.get("containerPort")?.str()?.trim().parse().ok()?)))
+        .filter_map(|p| {
+            let name = p.get("name")?.str()?.to_owned();
+            Some(NamedPort { name, number: p.get("containerPort")?.str()?.trim().parse().ok()? })
+        })
         .collect();
     if !named.is_empty() && dialect == Dialect::Kubernetes {
         let mut meta = around.meta.as_deref().cloned().unwrap_or_default();

@@ -185,8 +185,15 @@ pub struct PodMeta {
     pub replicas: Option<u32>,
     /// The name of the object those `replicas` are of (a StatefulSet names its pods after it).
     pub owner: Option<String>,
-    /// The named ports of the container (`name`, `containerPort`), which a Service may forward to.
-    pub ports: Vec<(String, u16)>,
+    /// The named ports of the container, which a Service may forward to.
+    pub ports: Vec<NamedPort>,
+}
+
+/// A container port with a name (`name`, `containerPort`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NamedPort {
+    pub name: String,
+    pub number: u16,
 }
 
 /// A Kubernetes Service of the material, which a router entry may name.
@@ -197,12 +204,19 @@ pub struct Service {
     /// `clusterIP: None`: its name resolves to the pods themselves, which answer at any port.
     pub headless: bool,
     /// Each port it exposes, with the pod port it forwards to.
-    pub ports: Vec<(u16, Target)>,
+    pub ports: Vec<ServicePort>,
     /// Its selector, as `key=value` words ([`PodMeta::matches`]).
     pub selector: Vec<String>,
     /// The file, and the offset of its `ports` (else of the object).
     pub file: usize,
     pub at: usize,
+}
+
+/// One port a Service exposes (`port`), and where it forwards (`targetPort`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServicePort {
+    pub port: u16,
+    pub target: Target,
 }
 
 /// Where a Service port forwards to: a pod port, or a container port's name.
@@ -229,7 +243,7 @@ impl Service {
         if self.headless {
             return Some(Target::Port(port));
         }
-        self.ports.iter().find(|(p, _)| *p == port).map(|(_, t)| t.clone())
+        self.ports.iter().find(|p| p.port == port).map(|p| p.target.clone())
     }
     /// The pod port its port `port` forwards to, a named one looked up in the pods it selects
     /// among `pods`: `Some(None)` when the pods do not say one number, `None` when it exposes no
@@ -240,7 +254,7 @@ impl Service {
             Target::Named(name) => {
                 let mut found = pods
                     .filter(|m| !self.selector.is_empty() && m.matches(&self.selector) && self.holds(m))
-                    .filter_map(|m| m.ports.iter().find(|(n, _)| *n == name).map(|(_, p)| *p));
+                    .filter_map(|m| m.ports.iter().find(|p| p.name == name).map(|p| p.number));
                 let first = found.next();
                 first.filter(|f| found.all(|p| p == *f))
             }
