@@ -1,61 +1,18 @@
 //! Fast lookup tables for keys that never come from an adversary in a way that matters:
 //! [`NameIndex`] for the name tables built once from embedded data (option spellings,
-//! destinations), which every token and every rule reads, and [`FastMap`], a `HashMap` with a
-//! small non-cryptographic hasher, for other keys (SipHash dominated those lookups).
+//! destinations), which every token and every rule reads, and [`FastMap`], a `HashMap` with the
+//! `rustc-hash` crate's small non-cryptographic hasher, for other keys (SipHash dominated those
+//! lookups).
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasher;
 
-/// The multiply-rotate hash rustc uses internally (FxHash).
-#[derive(Clone, Copy, Default)]
-pub struct FastHasher {
-    hash: u64,
-}
+/// A `HashMap` with the `rustc-hash` crate's FxHash, the multiply-rotate hash rustc uses
+/// internally.
+pub type FastMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
-const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-impl FastHasher {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(SEED);
-    }
-}
-
-impl Hasher for FastHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut buf = [0u8; 8];
-            buf[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(buf));
-        }
-    }
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.hash
-    }
-}
-
-/// A `HashMap` with [`FastHasher`].
-pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
-
-/// The [`FastHasher`] hash of a value.
+/// The FxHash of a value.
 pub fn hash_one<T: std::hash::Hash>(value: T) -> u64 {
-    use std::hash::BuildHasher;
-    BuildHasherDefault::<FastHasher>::default().hash_one(value)
+    rustc_hash::FxBuildHasher.hash_one(value)
 }
 
 /// The items in order, each kept unless an earlier one is the `same`. Up to 64 kept items they
