@@ -1,13 +1,15 @@
 //! Output formats, all views of one [`Plan`]: `shell` (one bash script per process), `json` (argv
 //! and environment per process, for other tools), `sglang-config` (one SGLang `--config` YAML
 //! per role plus the short command lines that load it) and `kubernetes` (LeaderWorkerSets and the
-//! router, from the plan of the deployment placed on pods).
+//! router, from the plan of the deployment placed on pods) and `slurm` (one `sbatch` script
+//! for the whole deployment, from the plan of the deployment placed on the job's nodes).
 
 pub(crate) mod cluster;
 mod config;
 mod json;
 mod kubernetes;
 mod shell;
+mod slurm;
 
 pub use config::render_config;
 pub use json::render_json;
@@ -17,6 +19,7 @@ pub(crate) use kubernetes::{
     INSTANCE_LABEL, WORKER_INDEX_LABEL,
 };
 pub use shell::{quote, render_shell};
+pub use slurm::{render_slurm, HEALTH_TIMEOUT_VAR};
 
 use crate::deployment::Deployment;
 use crate::plan::{plan, Plan};
@@ -44,11 +47,13 @@ pub enum Format {
     /// Kubernetes manifests: a LeaderWorkerSet per side (or per instance), the router's
     /// Deployment and Service.
     Kubernetes,
+    /// One `sbatch` script: every process an `srun` step on the job's nodes, the router last.
+    Slurm,
 }
 
 impl Format {
     /// Every format.
-    pub const ALL: [Format; 4] = [Format::Shell, Format::Json, Format::SglangConfig, Format::Kubernetes];
+    pub const ALL: [Format; 5] = [Format::Shell, Format::Json, Format::SglangConfig, Format::Kubernetes, Format::Slurm];
     /// The name used on the command line.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -56,6 +61,7 @@ impl Format {
             Format::Json => "json",
             Format::SglangConfig => "sglang-config",
             Format::Kubernetes => "kubernetes",
+            Format::Slurm => "slurm",
         }
     }
     /// Why this format cannot target `release`, if it cannot.
@@ -113,6 +119,7 @@ pub fn render(d: &Deployment, format: Format) -> Result<Vec<RenderedFile>, Rende
         Format::Json => vec![render_json(&plan(d))],
         Format::SglangConfig => render_config(&plan(d)),
         Format::Kubernetes => vec![render_kubernetes(d)?],
+        Format::Slurm => vec![render_slurm(d)?],
     })
 }
 
