@@ -325,7 +325,8 @@ wait_healthy() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::examples::example;
+    use crate::examples::{example, EXAMPLES};
+    use crate::lint::{lint, Input, Options};
 
     fn refused(d: &Deployment) -> RenderError {
         render_slurm(d).expect_err("refused")
@@ -403,5 +404,33 @@ mod tests {
         assert!(s.contains("-w \"$node_2\" python3 -m sglang_router.launch_router"), "{s}");
         assert!(s.contains("--host \"$node_2\""), "{s}");
         assert!(render_slurm(&base).is_ok());
+    }
+
+    /// The script is a fixed point of linting: the linter finds no error in it, and the
+    /// deployment it reconstructs renders the very same script. The reconstructed deployment is
+    /// named after the file, `<name>.sbatch`; its hosts are the script's `$node_k`, which map
+    /// onto the nodes in the same order.
+    #[test]
+    fn the_reconstructed_deployment_renders_the_same_script() {
+        let mut deployments: Vec<Deployment> = EXAMPLES.iter().map(|e| example(e.name).unwrap()).collect();
+        let mut own = example("qwen3-2p1d-nixl").unwrap();
+        own.prefill.instances[1].port = Some(31000);
+        own.router.host = "10.0.3.3".into();
+        own.decode.bind_host = Some("0.0.0.0".into());
+        deployments.push(own);
+        for d in deployments {
+            let f = render_slurm(&d).unwrap();
+            let linted = lint(&[Input::new(f.name.clone(), f.contents.as_str())], &Options::default());
+            let errors: Vec<&str> = linted
+                .findings
+                .iter()
+                .filter(|x| x.finding.severity == crate::rules::Severity::Error)
+                .map(|x| x.finding.message.as_str())
+                .collect();
+            assert!(errors.is_empty(), "{}: {errors:?}", d.name);
+            assert_eq!(linted.groups.len(), 1, "{}", d.name);
+            let back = crate::lint::reconstruct::deployment(&linted, 0).unwrap().deployment;
+            assert_eq!(render_slurm(&back).unwrap(), f, "{}", d.name);
+        }
     }
 }
