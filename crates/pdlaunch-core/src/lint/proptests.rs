@@ -11,7 +11,9 @@
 //!
 //! `kubernetes_manifests_are_a_fixed_point`: for any deployment and cluster settings the
 //! `kubernetes` format renders, the deployment reconstructed from the manifests renders the
-//! same manifests. `sbatch_scripts_are_a_fixed_point`: the same for the `slurm` format.
+//! same manifests. `sbatch_scripts_are_a_fixed_point` and `srtctl_recipes_are_a_fixed_point`:
+//! the same for the `slurm` and `srtctl` formats; the recipe also starts the plan's processes,
+//! srtctl's own hosts, ports and GPUs apart.
 //!
 //! The fuzz tests feed each reader arbitrary text and near-valid mutations of the fixtures, and
 //! print how many inputs each tried; a panic fails them.
@@ -449,6 +451,46 @@ fn sbatch_scripts_are_a_fixed_point() {
         })
         .unwrap();
     eprintln!("sbatch fixed point: {} of {n} generated deployments rendered and came back the same", rendered.get());
+}
+
+#[test]
+fn srtctl_recipes_are_a_fixed_point() {
+    let n = cases(150);
+    let mut runner = TestRunner::new(Config { cases: n, failure_persistence: None, ..Config::default() });
+    let rendered = std::cell::Cell::new(0);
+    runner
+        .run(&deployment(), |mut d| {
+            // What srtctl decides itself (refusals tested apart): the router's address and port,
+            // the interpreter, and one set of arguments for the processes of a role.
+            (d.router.host, d.router.port, d.launcher.python) = ("0.0.0.0".into(), 8000, "python3".into());
+            for role in Role::BOTH {
+                let ib = d.side(role).instances[0].nodes[0].ib_device.clone();
+                for inst in &mut d.side_mut(role).instances {
+                    for node in &mut inst.nodes {
+                        node.ib_device = ib.clone();
+                    }
+                }
+            }
+            let Ok(file) = crate::render::render_srtctl(&d) else { return Ok(()) };
+            rendered.set(rendered.get() + 1);
+            crate::render::assert_recipe_runs_the_plan(&d);
+            let linted = lint(&[Input::new(file.name.clone(), file.contents.as_str())], &Options::default());
+            prop_assert_eq!(linted.groups.len(), 1);
+            let back = reconstruct::deployment(&linted, 0).map_err(TestCaseError::fail)?.deployment;
+            let again = crate::render::render_srtctl(&back).map_err(|e| TestCaseError::fail(e.message))?;
+            let first = again.contents.lines().zip(file.contents.lines()).position(|(a, b)| a != b);
+            prop_assert!(
+                again.contents == file.contents,
+                "line {:?}: {:?} against {:?}",
+                first,
+                first.and_then(|i| again.contents.lines().nth(i)),
+                first.and_then(|i| file.contents.lines().nth(i)),
+            );
+            Ok(())
+        })
+        .unwrap();
+    eprintln!("srtctl fixed point: {} of {n} generated deployments rendered and came back the same", rendered.get());
+    assert!(rendered.get() * 4 >= n, "too few generated deployments render as a recipe");
 }
 
 // ---- fuzzing: no reader panics ----

@@ -2,7 +2,8 @@
 //! and environment per process, for other tools), `sglang-config` (one SGLang `--config` YAML
 //! per role plus the short command lines that load it) and `kubernetes` (LeaderWorkerSets and the
 //! router, from the plan of the deployment placed on pods) and `slurm` (one `sbatch` script
-//! for the whole deployment, from the plan of the deployment placed on the job's nodes).
+//! for the whole deployment, from the plan of the deployment placed on the job's nodes) and
+//! `srtctl` (an srt-slurm recipe that srtctl starts as the same processes).
 
 pub(crate) mod cluster;
 mod config;
@@ -10,6 +11,7 @@ mod json;
 mod kubernetes;
 mod shell;
 mod slurm;
+mod srtctl;
 
 pub use config::render_config;
 pub use json::render_json;
@@ -20,6 +22,9 @@ pub(crate) use kubernetes::{
 };
 pub use shell::{quote, render_shell};
 pub use slurm::{render_slurm, HEALTH_TIMEOUT_VAR};
+pub use srtctl::render_srtctl;
+#[cfg(test)]
+pub(crate) use srtctl::tests::assert_recipe_runs_the_plan;
 
 use crate::deployment::Deployment;
 use crate::plan::{plan, Plan};
@@ -49,11 +54,14 @@ pub enum Format {
     Kubernetes,
     /// One `sbatch` script: every process an `srun` step on the job's nodes, the router last.
     Slurm,
+    /// An srt-slurm recipe that `srtctl` turns into the same processes.
+    Srtctl,
 }
 
 impl Format {
     /// Every format.
-    pub const ALL: [Format; 5] = [Format::Shell, Format::Json, Format::SglangConfig, Format::Kubernetes, Format::Slurm];
+    pub const ALL: [Format; 6] =
+        [Format::Shell, Format::Json, Format::SglangConfig, Format::Kubernetes, Format::Slurm, Format::Srtctl];
     /// The name used on the command line.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -62,6 +70,7 @@ impl Format {
             Format::SglangConfig => "sglang-config",
             Format::Kubernetes => "kubernetes",
             Format::Slurm => "slurm",
+            Format::Srtctl => "srtctl",
         }
     }
     /// Why this format cannot target `release`, if it cannot.
@@ -120,6 +129,7 @@ pub fn render(d: &Deployment, format: Format) -> Result<Vec<RenderedFile>, Rende
         Format::SglangConfig => render_config(&plan(d)),
         Format::Kubernetes => vec![render_kubernetes(d)?],
         Format::Slurm => vec![render_slurm(d)?],
+        Format::Srtctl => vec![render_srtctl(d)?],
     })
 }
 

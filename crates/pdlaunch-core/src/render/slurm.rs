@@ -154,7 +154,7 @@ fn layout(d: &Deployment) -> Result<Layout, RenderError> {
 }
 
 /// The job name goes on an `#SBATCH` line, which sbatch reads without a shell, and names the file.
-fn check_name(name: &str) -> Result<(), RenderError> {
+pub(super) fn check_name(name: &str) -> Result<(), RenderError> {
     let ok = !name.is_empty()
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
         && !name.starts_with(['-', '.']);
