@@ -267,7 +267,7 @@ fn gpus_per_node(d: &Deployment) -> Result<u32, RenderError> {
         }
         if n > 1 {
             let at = format!("{role}.instances[0].nodes");
-            if g % n != 0 {
+            if !g.is_multiple_of(n) {
                 return Err(RenderError::at(
                     at,
                     format_args!("spreads {g} GPUs over {n} nodes, but srtctl gives every node of a worker as many"),
