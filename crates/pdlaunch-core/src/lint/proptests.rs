@@ -463,6 +463,7 @@ fn srtctl_recipes_are_a_fixed_point() {
             // What srtctl decides itself (refusals tested apart): the router's address and port,
             // the interpreter, and one set of arguments for the processes of a role.
             (d.router.host, d.router.port, d.launcher.python) = ("0.0.0.0".into(), 8000, "python3".into());
+            d.prefill.gpu = Some(Gpu::H200);
             for role in Role::BOTH {
                 let ib = d.side(role).instances[0].nodes[0].ib_device.clone();
                 for inst in &mut d.side_mut(role).instances {

@@ -25,8 +25,9 @@
 //! cancelled (SIGTERM). The script exits with the status of the step that ended first.
 //!
 //! What SLURM cannot express is refused at its field: a job name `#SBATCH` cannot carry, two GPU
-//! models in one job, and addresses to bind (`bind_host`, `router.host`) that name no node of the
-//! allocation. `launcher.image` and the `kubernetes` section are not used, as in the `shell`
+//! models in one job, a `bind_host` other than every interface (one host, or the loopback the
+//! other nodes cannot reach), and a `router.host` that is neither every interface, the loopback,
+//! nor a deployment host. `launcher.image` and the `kubernetes` section are not used, as in the `shell`
 //! format.
 
 use super::{header, quote, RenderError, RenderedFile};
@@ -63,9 +64,14 @@ pub fn render_slurm(d: &Deployment) -> Result<RenderedFile, RenderError> {
     Ok(RenderedFile { name: format!("{}.sbatch", d.name), contents: script(&layout), executable: true })
 }
 
-/// True for an address that binds every interface or the loopback: the same on every node.
-fn binds_anywhere(host: &str) -> bool {
-    matches!(host, "0.0.0.0" | "::" | "[::]" | "127.0.0.1" | "::1" | "[::1]" | "localhost")
+/// True for an address that binds every interface: the same on every node.
+fn binds_everywhere(host: &str) -> bool {
+    matches!(host, "0.0.0.0" | "::" | "[::]")
+}
+
+/// True for the loopback: the same on every node, reachable from that node only.
+fn is_loopback(host: &str) -> bool {
+    matches!(host, "127.0.0.1" | "::1" | "[::1]" | "localhost")
 }
 
 /// The placeholder of node `k`.
@@ -88,29 +94,26 @@ fn layout(d: &Deployment) -> Result<Layout, RenderError> {
     }
     let index: FastMap<&str, usize> = hosts.iter().enumerate().map(|(k, h)| (h.as_str(), k)).collect();
     for role in Role::BOTH {
-        if let Some(bind) = d.side(role).bind_host.as_deref().filter(|b| !binds_anywhere(b)) {
-            if !index.contains_key(bind) {
-                return Err(RenderError::at(
-                    format!("{role}.bind_host"),
-                    format_args!(
-                        "({bind:?}) is an address of no node of the job: SLURM picks the nodes, so a server can bind \
-                         only every interface (`0.0.0.0`), the loopback, or its own node's host (leave `bind_host` \
-                         unset)"
-                    ),
-                ));
-            }
+        if let Some(bind) = d.side(role).bind_host.as_deref().filter(|b| !binds_everywhere(b)) {
+            let why = if index.contains_key(bind) {
+                format!("names one node, but every {role} server binds it and SLURM runs them on nodes of its choosing")
+            } else if is_loopback(bind) {
+                "is the loopback, which the router and the readiness wait reach from other nodes in vain".to_owned()
+            } else {
+                "is an address of no node of the job: SLURM picks the nodes".to_owned()
+            };
             return Err(RenderError::at(
                 format!("{role}.bind_host"),
                 format_args!(
-                    "({bind:?}) names one node, but every {role} server binds it and SLURM runs them on nodes of its \
-                     choosing; bind `0.0.0.0`, or leave `bind_host` unset so that each server binds its own node"
+                    "({bind:?}) {why}; bind every interface (`0.0.0.0`), or leave `bind_host` unset so that each server \
+                     binds its own node"
                 ),
             ));
         }
     }
     let router_node = match index.get(d.router.host.as_str()) {
         Some(&k) => k,
-        None if binds_anywhere(&d.router.host) => 0,
+        None if binds_everywhere(&d.router.host) || is_loopback(&d.router.host) => 0,
         None => {
             return Err(RenderError::at(
                 "router.host",
@@ -393,6 +396,8 @@ mod tests {
         assert_eq!(refused(&d).field.as_deref(), Some("prefill.bind_host"));
         d.prefill.bind_host = Some("10.0.3.1".into());
         assert_eq!(refused(&d).field.as_deref(), Some("prefill.bind_host"));
+        d.prefill.bind_host = Some("127.0.0.1".into());
+        assert!(refused(&d).message.contains("loopback"));
         d.prefill.bind_host = Some("0.0.0.0".into());
         assert!(render_slurm(&d).is_ok());
         let mut d = base.clone();

@@ -22,11 +22,12 @@
 //! carried (`lint --to-deployment` of the recipe gives srtctl's back). A deployment that needs
 //! other values than srtctl's is refused at the field: a `bind_host` other than `0.0.0.0`, the
 //! router's address and port (the one its clients use), instances of one side on different node counts, a one-node worker larger than a
-//! node, two GPU models, an interpreter other than `python3`, arguments that differ between
+//! node, none or two GPU models, an interpreter other than `python3`, arguments that differ between
 //! the processes of one side (a node's own `ib_device`), an extra argument srtctl writes itself
 //! or that repeats another, and environment values with srtctl's `{node}` placeholders. The
 //! container is `launcher.image`, else `lmsysorg/sglang:v<sglang_version>`; `identity` names
-//! the release.
+//! the release; `model.precision`, which srtctl requires but starts nothing from, is read from
+//! `model.quantization` and `model.dtype`.
 
 use std::collections::BTreeMap;
 
@@ -84,12 +85,12 @@ struct Frameworks {
 struct Model<'a> {
     path: &'a str,
     container: String,
+    precision: &'static str,
 }
 
 #[derive(Serialize)]
 struct Resources {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    gpu_type: Option<&'static str>,
+    gpu_type: &'static str,
     gpus_per_node: u32,
 }
 
@@ -154,8 +155,9 @@ pub fn render_srtctl(d: &Deployment) -> Result<RenderedFile, RenderError> {
         model: Model {
             path: &d.model.path,
             container: d.launcher.image.clone().unwrap_or_else(|| super::default_image(d.sglang_version)),
+            precision: precision(d),
         },
-        resources: Resources { gpu_type: gpu.map(Gpu::as_str), gpus_per_node: per_node },
+        resources: Resources { gpu_type: gpu.as_str(), gpus_per_node: per_node },
         engine: "sglang",
         frontend: frontend(d, &plan)?,
         roles,
@@ -167,6 +169,21 @@ pub fn render_srtctl(d: &Deployment) -> Result<RenderedFile, RenderError> {
     );
     contents.push_str(&yaml);
     Ok(RenderedFile { name: format!("{}.srtctl.yaml", d.name), contents, executable: false })
+}
+
+/// srtctl's `model.precision` (fp4, fp8, fp16 or bf16), which it requires and starts nothing
+/// from: the quantization's, else the dtype's, else bf16.
+fn precision(d: &Deployment) -> &'static str {
+    let quantization = d.model.quantization.map(|q| q.as_str()).unwrap_or_default();
+    if quantization.contains("fp4") || quantization.contains("nvfp4") {
+        "fp4"
+    } else if quantization.contains("fp8") {
+        "fp8"
+    } else if d.model.dtype.is_some_and(|t| matches!(t.as_str(), "half" | "float16")) {
+        "fp16"
+    } else {
+        "bf16"
+    }
 }
 
 fn check_launcher(d: &Deployment) -> Result<(), RenderError> {
@@ -211,7 +228,7 @@ fn check_launcher(d: &Deployment) -> Result<(), RenderError> {
 }
 
 /// The one GPU model of the recipe's `resources.gpu_type`.
-fn gpu_model(d: &Deployment) -> Result<Option<Gpu>, RenderError> {
+fn gpu_model(d: &Deployment) -> Result<Gpu, RenderError> {
     match (d.prefill.gpu, d.decode.gpu) {
         (Some(p), Some(dg)) if p != dg => Err(RenderError::at(
             "decode.gpu",
@@ -222,7 +239,11 @@ fn gpu_model(d: &Deployment) -> Result<Option<Gpu>, RenderError> {
                 p.as_str()
             ),
         )),
-        (p, dg) => Ok(p.or(dg)),
+        (None, None) => Err(RenderError::at(
+            "prefill.gpu",
+            format_args!("is unset, but an srtctl recipe names its GPU model (`resources.gpu_type`); set it (and `decode.gpu`)"),
+        )),
+        (Some(g), _) | (None, Some(g)) => Ok(g),
     }
 }
 
@@ -559,6 +580,11 @@ pub(crate) mod tests {
         let mut d = base.clone();
         d.decode.gpu = Some(Gpu::H200);
         assert_eq!(refused(&d).as_deref(), Some("decode.gpu"));
+        // srtctl requires a GPU model; one side naming it is enough.
+        d.prefill.gpu = None;
+        assert!(render_srtctl(&d).unwrap().contents.contains("gpu_type: h200\n"));
+        d.decode.gpu = None;
+        assert_eq!(refused(&d).as_deref(), Some("prefill.gpu"));
         let mut d = base.clone();
         d.prefill.extra_args = vec!["--port".into(), "1".into()];
         assert_eq!(refused(&d).as_deref(), Some("prefill.extra_args[0]"));
