@@ -423,6 +423,28 @@ fn kubernetes_manifests_are_a_fixed_point() {
     );
 }
 
+/// The deployment on the sbatch script's nodes: its distinct hosts, in the order the plan first
+/// meets them, become `$node_0`, `$node_1`...; a router on one of them too.
+fn on_job_nodes(d: &Deployment) -> Deployment {
+    let mut hosts: Vec<String> = Vec::new();
+    let mut placed = d.clone();
+    for role in Role::BOTH {
+        for inst in &mut placed.side_mut(role).instances {
+            for node in &mut inst.nodes {
+                let k = hosts.iter().position(|h| *h == node.host).unwrap_or_else(|| {
+                    hosts.push(node.host.clone());
+                    hosts.len() - 1
+                });
+                node.host = format!("$node_{k}");
+            }
+        }
+    }
+    if let Some(k) = hosts.iter().position(|h| *h == d.router.host) {
+        placed.router.host = format!("$node_{k}");
+    }
+    placed
+}
+
 #[test]
 fn sbatch_scripts_are_a_fixed_point() {
     let n = cases(150);
@@ -437,6 +459,18 @@ fn sbatch_scripts_are_a_fixed_point() {
             rendered.set(rendered.get() + 1);
             let linted = lint(&[Input::new(file.name.clone(), file.contents.as_str())], &Options::default());
             prop_assert_eq!(linted.groups.len(), 1);
+            // Each step runs the plan's command line for the deployment placed on the job's
+            // nodes, which the linter reads as the script's `$node_k`.
+            let plan = crate::plan::plan(&on_job_nodes(&d));
+            let argv = |l: &crate::lint::launch::Launch| l.args.iter().map(|w| w.text.clone()).collect::<Vec<_>>();
+            let (servers, router): (Vec<_>, Vec<_>) =
+                linted.launches.iter().partition(|l| l.program == crate::lint::launch::Program::Server);
+            prop_assert_eq!(servers.len(), plan.servers.len());
+            for (l, p) in servers.iter().zip(&plan.servers) {
+                prop_assert_eq!(argv(l), plan.server_argv(p)[3..].to_vec(), "{}", p.label());
+                prop_assert_eq!(l.python.as_deref(), Some(plan.python.as_str()));
+            }
+            prop_assert_eq!(argv(router[0]), plan.router_argv()[3..].to_vec());
             let back = reconstruct::deployment(&linted, 0).map_err(TestCaseError::fail)?.deployment;
             let again = crate::render::render_slurm(&back).map_err(|e| TestCaseError::fail(e.message))?;
             let first = again.contents.lines().zip(file.contents.lines()).position(|(a, b)| a != b);
