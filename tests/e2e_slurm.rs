@@ -49,7 +49,7 @@ printf '%s\n' "$last" >> "$PDL_REC/curl"
 /// last, renamed into place when whole). A server then runs until stopped (or exits 3 when it is
 /// a decode and `PDL_DECODE_FAILS` is set). The router waits (at most 10 s) until every step has
 /// recorded, since the stub `curl` answers before the servers do, then returns, which ends the
-/// script.
+/// script (or, with `PDL_ROUTER_STAYS`, runs until stopped too).
 const PYTHON: &str = r#"#!/usr/bin/env bash
 printf '%s' "$0" > "$PDL_REC/argv0.$$"
 : > "$PDL_REC/argv.$$"
@@ -60,6 +60,7 @@ case " $* " in
         if [ -n "${PDL_DECODE_FAILS:-}" ] && [[ " $* " == *" --disaggregation-mode decode "* ]]; then exit 3; fi
         exec sleep 20 ;;
 esac
+[ -z "${PDL_ROUTER_STAYS:-}" ] || exec sleep 20
 for _ in $(seq 100); do
     all=1
     for f in "$PDL_REC"/srun.*; do [ -e "$PDL_REC/env.${f##*.}" ] || all=0; done
@@ -127,6 +128,12 @@ impl Sandbox {
 
     /// Runs the script with bash in a clean environment, `extra` set, killing it after 60 s.
     fn run(&self, script: &str, nodes: usize, extra: &[(&str, &str)]) -> Run {
+        self.run_cancelled(script, nodes, extra, None)
+    }
+
+    /// [`Sandbox::run`], sending the script SIGTERM (as `scancel` does) once `cancel_after` steps
+    /// have started, when given.
+    fn run_cancelled(&self, script: &str, nodes: usize, extra: &[(&str, &str)], cancel_after: Option<usize>) -> Run {
         let path = self.dir.path().join("job.sbatch");
         std::fs::write(&path, script).unwrap();
         let _ = std::fs::remove_dir_all(self.rec());
@@ -148,9 +155,19 @@ impl Sandbox {
         }
         let start = Instant::now();
         let mut child = cmd.spawn().expect("bash runs");
+        let mut cancel_after = cancel_after;
         let status = loop {
             if let Some(s) = child.try_wait().unwrap() {
                 break s;
+            }
+            let started = || {
+                let entries = std::fs::read_dir(self.rec()).unwrap();
+                entries.filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("env.")).count()
+            };
+            if cancel_after.is_some_and(|n| started() >= n) {
+                let pid = child.id().to_string();
+                assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+                cancel_after = None;
             }
             if start.elapsed() > Duration::from_secs(60) {
                 let _ = child.kill();
@@ -346,4 +363,17 @@ fn too_few_nodes_start_nothing() {
     assert_eq!(run.status, Some(1), "{}", run.stderr);
     assert!(run.stderr.contains("the job has 2 node(s); this deployment needs 4"), "{}", run.stderr);
     assert!(run.steps.is_empty());
+}
+
+/// Cancelling the job (SIGTERM to the batch script) stops every step at once.
+#[test]
+fn a_cancelled_job_stops_every_step() {
+    let d = example("qwen3-2p1d-nixl").unwrap();
+    let file = render_slurm(&d).unwrap();
+    let sb = Sandbox::new();
+    let run = sb.run_cancelled(&file.contents, 3, &[("PDL_ROUTER_STAYS", "1")], Some(4));
+    assert_eq!(run.status, Some(143), "{}", run.stderr);
+    assert_eq!(run.steps.len(), 4, "every step had started");
+    // Well under the 5 s tick of the watch loop, which the trap stops too.
+    assert!(run.took < Duration::from_secs(4), "the steps were not stopped: {:?}", run.took);
 }

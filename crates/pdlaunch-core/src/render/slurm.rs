@@ -287,17 +287,23 @@ while :; do
         fi
     done
     sleep 5 &
+    tick=$!
     wait -n || true
-    kill "$!" 2>/dev/null || true
+    kill "$tick" 2>/dev/null || true
+    tick=
 done
 "#;
 
 /// The steps' bookkeeping: the trap that stops them, and the readiness wait.
 const STEPS: &str = r#"steps=()
+tick=
 stop_steps() {
     trap - EXIT INT TERM
     if ((${#steps[@]})); then
         kill "${steps[@]}" 2>/dev/null || true
+    fi
+    if [ -n "$tick" ]; then
+        kill "$tick" 2>/dev/null || true
     fi
     wait || true
 }
