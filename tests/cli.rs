@@ -564,6 +564,54 @@ fn render_kubernetes_writes_manifests_that_lint_clean() {
     assert!(stderr(&o).contains(&format!("bad.yaml:{line}:3: `kubernetes.tolerations[0]`")), "{}", both(&o));
 }
 
+/// The sbatch script is one executable file, which `lint` reads back with no error; a deployment
+/// SLURM cannot run is bad input, said with the field to change.
+#[test]
+fn render_slurm_writes_one_script_that_lints_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let f = example_path("deepseek-v3-dp-deepep");
+    let o = pdl(&["render", "--format", "slurm", p(&f), "-o", p(&out_dir)]);
+    assert_exit(&o, 0, "render -f slurm -o");
+    assert_eq!(files_in(&out_dir), ["deepseek-v3-dp-deepep.sbatch"]);
+    let path = out_dir.join("deepseek-v3-dp-deepep.sbatch");
+    assert_ne!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o111, 0, "the script is executable");
+    let o = pdl(&["lint", p(&path)]);
+    assert_exit(&o, 0, "lint of the rendered script");
+    assert!(stdout(&o).contains("5 launch(es) in 1 deployment(s): 0 error(s)"), "{}", both(&o));
+    let bad = dir.path().join("bad.yaml");
+    // The decode side's GPU (the second `gpu:`) becomes another model.
+    let text = example_text("qwen3-2p1d-nixl");
+    let at = text.rfind("  gpu: h100").unwrap();
+    let text = format!("{}  gpu: h200{}", &text[..at], &text[at + "  gpu: h100".len()..]);
+    std::fs::write(&bad, &text).unwrap();
+    let o = pdl(&["render", "-f", "slurm", p(&bad)]);
+    assert_exit(&o, 2, "two GPU models in one job");
+    let line = text[..at].lines().count() + 1;
+    assert!(stderr(&o).contains(&format!("bad.yaml:{line}:3: `decode.gpu` is h200")), "{}", both(&o));
+}
+
+/// The srtctl recipe is one YAML file, which `lint` reads as srtctl starts it, with no error; a
+/// deployment srtctl cannot start as written is bad input, said with the field to change.
+#[test]
+fn render_srtctl_writes_a_recipe_that_lints_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let o = pdl(&["render", "--format", "srtctl", p(&example_path("qwen3-2p1d-nixl")), "-o", p(&out_dir)]);
+    assert_exit(&o, 0, "render -f srtctl -o");
+    assert_eq!(files_in(&out_dir), ["qwen3-2p1d-nixl.srtctl.yaml"]);
+    let o = pdl(&["lint", p(&out_dir.join("qwen3-2p1d-nixl.srtctl.yaml"))]);
+    assert_exit(&o, 0, "lint of the rendered recipe");
+    assert!(stdout(&o).contains("4 launch(es) in 1 deployment(s): 0 error(s)"), "{}", both(&o));
+    let bad = dir.path().join("bad.yaml");
+    let text = example_text("qwen3-2p1d-nixl").replace("  port: 8000", "  port: 9000");
+    std::fs::write(&bad, &text).unwrap();
+    let o = pdl(&["render", "-f", "srtctl", p(&bad)]);
+    assert_exit(&o, 2, "a router port srtctl does not use");
+    let line = text.lines().position(|l| l == "  port: 9000").unwrap() + 1;
+    assert!(stderr(&o).contains(&format!("bad.yaml:{line}:3: `router.port` is 9000")), "{}", both(&o));
+}
+
 #[test]
 fn render_refuses_to_replace_a_foreign_file() {
     let dir = tempfile::tempdir().unwrap();

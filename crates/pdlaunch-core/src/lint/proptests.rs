@@ -11,7 +11,9 @@
 //!
 //! `kubernetes_manifests_are_a_fixed_point`: for any deployment and cluster settings the
 //! `kubernetes` format renders, the deployment reconstructed from the manifests renders the
-//! same manifests.
+//! same manifests. `sbatch_scripts_are_a_fixed_point` and `srtctl_recipes_are_a_fixed_point`:
+//! the same for the `slurm` and `srtctl` formats; the recipe also starts the plan's processes,
+//! srtctl's own hosts, ports and GPUs apart.
 //!
 //! The fuzz tests feed each reader arbitrary text and near-valid mutations of the fixtures, and
 //! print how many inputs each tried; a panic fails them.
@@ -421,6 +423,114 @@ fn kubernetes_manifests_are_a_fixed_point() {
         "kubernetes fixed point: {} of {n} generated deployments rendered and came back the same",
         rendered.get()
     );
+}
+
+/// The deployment on the sbatch script's nodes: its distinct hosts, in the order the plan first
+/// meets them, become `$node_0`, `$node_1`...; a router on one of them too.
+fn on_job_nodes(d: &Deployment) -> Deployment {
+    let mut hosts: Vec<String> = Vec::new();
+    let mut placed = d.clone();
+    for role in Role::BOTH {
+        for inst in &mut placed.side_mut(role).instances {
+            for node in &mut inst.nodes {
+                let k = hosts.iter().position(|h| *h == node.host).unwrap_or_else(|| {
+                    hosts.push(node.host.clone());
+                    hosts.len() - 1
+                });
+                node.host = format!("$node_{k}");
+            }
+        }
+    }
+    if let Some(k) = hosts.iter().position(|h| *h == d.router.host) {
+        placed.router.host = format!("$node_{k}");
+    }
+    placed
+}
+
+#[test]
+fn sbatch_scripts_are_a_fixed_point() {
+    let n = cases(150);
+    let mut runner = TestRunner::new(Config { cases: n, failure_persistence: None, ..Config::default() });
+    let rendered = std::cell::Cell::new(0);
+    runner
+        .run(&(deployment(), any::<bool>()), |(mut d, on_host)| {
+            // A router on a deployment host runs on its node; one on another address is refused
+            // (tested apart).
+            d.router.host = if on_host { d.decode.instances[0].nodes[0].host.clone() } else { "0.0.0.0".into() };
+            let file = crate::render::render_slurm(&d).map_err(|e| TestCaseError::fail(e.message))?;
+            rendered.set(rendered.get() + 1);
+            let linted = lint(&[Input::new(file.name.clone(), file.contents.as_str())], &Options::default());
+            prop_assert_eq!(linted.groups.len(), 1);
+            // Each step runs the plan's command line for the deployment placed on the job's
+            // nodes, which the linter reads as the script's `$node_k`.
+            let plan = crate::plan::plan(&on_job_nodes(&d));
+            let argv = |l: &crate::lint::launch::Launch| l.args.iter().map(|w| w.text.clone()).collect::<Vec<_>>();
+            let (servers, router): (Vec<_>, Vec<_>) =
+                linted.launches.iter().partition(|l| l.program == crate::lint::launch::Program::Server);
+            prop_assert_eq!(servers.len(), plan.servers.len());
+            for (l, p) in servers.iter().zip(&plan.servers) {
+                prop_assert_eq!(argv(l), plan.server_argv(p)[3..].to_vec(), "{}", p.label());
+                prop_assert_eq!(l.python.as_deref(), Some(plan.python.as_str()));
+            }
+            prop_assert_eq!(argv(router[0]), plan.router_argv()[3..].to_vec());
+            let back = reconstruct::deployment(&linted, 0).map_err(TestCaseError::fail)?.deployment;
+            let again = crate::render::render_slurm(&back).map_err(|e| TestCaseError::fail(e.message))?;
+            let first = again.contents.lines().zip(file.contents.lines()).position(|(a, b)| a != b);
+            prop_assert!(
+                again.contents == file.contents,
+                "line {:?}: {:?} against {:?}",
+                first,
+                first.and_then(|i| again.contents.lines().nth(i)),
+                first.and_then(|i| file.contents.lines().nth(i)),
+            );
+            Ok(())
+        })
+        .unwrap();
+    eprintln!("sbatch fixed point: {} of {n} generated deployments rendered and came back the same", rendered.get());
+}
+
+#[test]
+fn srtctl_recipes_are_a_fixed_point() {
+    let n = cases(150);
+    let mut runner = TestRunner::new(Config { cases: n, failure_persistence: None, ..Config::default() });
+    let rendered = std::cell::Cell::new(0);
+    runner
+        .run(&deployment(), |mut d| {
+            // What srtctl decides itself (refusals tested apart): the router's address and port,
+            // the interpreter, and one set of arguments for the processes of a role.
+            (d.router.host, d.router.port, d.launcher.python) = ("0.0.0.0".into(), 8000, "python3".into());
+            d.prefill.gpu = Some(Gpu::H200);
+            // The workers of a role are alike: each instance has the first one's nodes.
+            for role in Role::BOTH {
+                let first = d.side(role).instances[0].nodes.clone();
+                let ib = first[0].ib_device.clone();
+                for inst in &mut d.side_mut(role).instances {
+                    inst.nodes.resize(first.len(), first[0].clone());
+                    for node in &mut inst.nodes {
+                        node.ib_device = ib.clone();
+                    }
+                }
+            }
+            let Ok(file) = crate::render::render_srtctl(&d) else { return Ok(()) };
+            rendered.set(rendered.get() + 1);
+            crate::render::assert_recipe_runs_the_plan(&d);
+            let linted = lint(&[Input::new(file.name.clone(), file.contents.as_str())], &Options::default());
+            prop_assert_eq!(linted.groups.len(), 1);
+            let back = reconstruct::deployment(&linted, 0).map_err(TestCaseError::fail)?.deployment;
+            let again = crate::render::render_srtctl(&back).map_err(|e| TestCaseError::fail(e.message))?;
+            let first = again.contents.lines().zip(file.contents.lines()).position(|(a, b)| a != b);
+            prop_assert!(
+                again.contents == file.contents,
+                "line {:?}: {:?} against {:?}",
+                first,
+                first.and_then(|i| again.contents.lines().nth(i)),
+                first.and_then(|i| file.contents.lines().nth(i)),
+            );
+            Ok(())
+        })
+        .unwrap();
+    eprintln!("srtctl fixed point: {} of {n} generated deployments rendered and came back the same", rendered.get());
+    assert!(rendered.get() * 8 >= n, "too few generated deployments render as a recipe");
 }
 
 // ---- fuzzing: no reader panics ----

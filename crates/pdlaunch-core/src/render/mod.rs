@@ -1,13 +1,17 @@
 //! Output formats, all views of one [`Plan`]: `shell` (one bash script per process), `json` (argv
 //! and environment per process, for other tools), `sglang-config` (one SGLang `--config` YAML
 //! per role plus the short command lines that load it) and `kubernetes` (LeaderWorkerSets and the
-//! router, from the plan of the deployment placed on pods).
+//! router, from the plan of the deployment placed on pods) and `slurm` (one `sbatch` script
+//! for the whole deployment, from the plan of the deployment placed on the job's nodes) and
+//! `srtctl` (an srt-slurm recipe that srtctl starts as the same processes).
 
 pub(crate) mod cluster;
 mod config;
 mod json;
 mod kubernetes;
 mod shell;
+mod slurm;
+mod srtctl;
 
 pub use config::render_config;
 pub use json::render_json;
@@ -17,6 +21,10 @@ pub(crate) use kubernetes::{
     INSTANCE_LABEL, WORKER_INDEX_LABEL,
 };
 pub use shell::{quote, render_shell};
+pub use slurm::{render_slurm, HEALTH_TIMEOUT_VAR};
+pub use srtctl::render_srtctl;
+#[cfg(test)]
+pub(crate) use srtctl::tests::assert_recipe_runs_the_plan;
 
 use crate::deployment::Deployment;
 use crate::plan::{plan, Plan};
@@ -44,11 +52,16 @@ pub enum Format {
     /// Kubernetes manifests: a LeaderWorkerSet per side (or per instance), the router's
     /// Deployment and Service.
     Kubernetes,
+    /// One `sbatch` script: every process an `srun` step on the job's nodes, the router last.
+    Slurm,
+    /// An srt-slurm recipe that `srtctl` turns into the same processes.
+    Srtctl,
 }
 
 impl Format {
     /// Every format.
-    pub const ALL: [Format; 4] = [Format::Shell, Format::Json, Format::SglangConfig, Format::Kubernetes];
+    pub const ALL: [Format; 6] =
+        [Format::Shell, Format::Json, Format::SglangConfig, Format::Kubernetes, Format::Slurm, Format::Srtctl];
     /// The name used on the command line.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -56,6 +69,8 @@ impl Format {
             Format::Json => "json",
             Format::SglangConfig => "sglang-config",
             Format::Kubernetes => "kubernetes",
+            Format::Slurm => "slurm",
+            Format::Srtctl => "srtctl",
         }
     }
     /// Why this format cannot target `release`, if it cannot.
@@ -113,6 +128,8 @@ pub fn render(d: &Deployment, format: Format) -> Result<Vec<RenderedFile>, Rende
         Format::Json => vec![render_json(&plan(d))],
         Format::SglangConfig => render_config(&plan(d)),
         Format::Kubernetes => vec![render_kubernetes(d)?],
+        Format::Slurm => vec![render_slurm(d)?],
+        Format::Srtctl => vec![render_srtctl(d)?],
     })
 }
 
