@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# End-to-end test of the browser app: builds dist/ (web/build.sh) and the CLI, serves dist/ on
+# End-to-end test of the browser app: builds dist/ (web/build.sh), holds it to its size budget
+# (web/e2e/size.mjs), builds the CLI, serves dist/ on
 # 127.0.0.1, and drives Debian's headless Chromium through web/e2e/app.test.mjs. Screenshots and
 # the request log land in target/web-e2e/.
 #
@@ -13,6 +14,8 @@ if [ -z "${SKIP_BUILD:-}" ]; then
 else
   ./web/build.sh --tools-only
 fi
+printf '\n==> transfer size (fails over the 512 KiB gzipped budget)\n'
+node web/e2e/size.mjs
 printf '\n==> building the CLI the test compares with\n'
 cargo build -p pdlaunch --locked
 # Wherever cargo puts it (CARGO_TARGET_DIR, a config's target-dir).

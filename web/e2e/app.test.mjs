@@ -10,6 +10,8 @@ import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { deflateRawSync } from 'node:zlib';
+import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -66,6 +68,18 @@ async function download(click) {
   const path = join(work, d.suggestedFilename());
   await d.saveAs(path);
   return { name: d.suggestedFilename(), path, bytes: readFileSync(path) };
+}
+
+/** The page's URL once the app has written its link: the fragment is compressed asynchronously, just
+ * after an edit shows its output, so this waits until it has not changed for 300 ms. */
+async function settledUrl() {
+  let last = await page.evaluate(() => location.hash);
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 300));
+    const now = await page.evaluate(() => location.hash);
+    if (now === last) return page.url();
+    last = now;
+  }
 }
 
 async function output(tab) {
@@ -176,7 +190,7 @@ describe('pdlaunch web app', () => {
     await page.fill('#f-shared-page_size', '32');
     await page.waitForFunction(() => document.querySelector('#output')?.textContent.includes('--page-size 32'));
     const before = { shell: await output('shell'), yaml: await output('yaml') };
-    const url = page.url();
+    const url = await settledUrl();
     assert.match(url, /#s=[A-Za-z0-9_-]+$/);
     await page.evaluate(() => localStorage.clear());
     await page.goto('about:blank');
@@ -195,6 +209,67 @@ describe('pdlaunch web app', () => {
     await page.goto(site.origin + '/');
     await page.waitForSelector('#output');
     assert.equal(await page.inputValue('#f-shared-page_size'), '32');
+  });
+
+  it('opens the links the app wrote before it used the browser\'s compression', async () => {
+    const links = JSON.parse(readFileSync(join(repo, 'web/e2e/fixtures/links-before-compression-stream.json'), 'utf8'));
+    assert.ok(links.length >= 4);
+    for (const { name, fragment } of links) {
+      await page.goto('about:blank');
+      await page.goto(site.origin + '/' + fragment);
+      await page.waitForFunction((n) => document.querySelector('#f-name')?.value === n, name);
+      assert.match(await page.textContent('#output'), /sglang\.launch_server/);
+    }
+    // And one the app writes now opens the same.
+    await page.selectOption('#preset', PRESET);
+    await page.waitForFunction((n) => document.querySelector('#f-name')?.value === n, PRESET);
+    await page.fill('#f-shared-page_size', '48');
+    await page.waitForFunction(() => document.querySelector('#output')?.textContent.includes('--page-size 48'));
+    const url = await settledUrl();
+    await page.goto('about:blank');
+    await page.goto(url);
+    await page.waitForFunction((n) => document.querySelector('#f-name')?.value === n, PRESET);
+    assert.equal(await page.inputValue('#f-shared-page_size'), '48');
+    // The hostile links below keep the editor as this leaves it.
+    await page.fill('#f-shared-page_size', '32');
+    await settledUrl();
+  });
+
+  it('refuses hostile links with a message and leaves the editor as it was', async () => {
+    const b64url = (buf) => buf.toString('base64').replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+    // A gigabyte of zeros deflates to about a megabyte: the app stops reading at 4 MiB.
+    const bomb = b64url(deflateRawSync(Buffer.alloc(1 << 30), { level: 9 }));
+    const good = new URL(await settledUrl()).hash.slice('#s='.length);
+    const hostile = {
+      'random bytes': b64url(randomBytes(3000)),
+      'a zip bomb': bomb,
+      'truncated base64': good.slice(0, Math.floor(good.length / 2)),
+      'text that is not base64url': '%%%not*base64%%%',
+      'compressed text that is not JSON': b64url(deflateRawSync(Buffer.from('name: [unclosed'))),
+    };
+    const saved = await page.evaluate(() => localStorage.getItem('pdlaunch.deployment'));
+    assert.ok(saved, 'an autosaved deployment to keep');
+    for (const [what, payload] of Object.entries(hostile)) {
+      // At start-up, and pasted into the open tab.
+      for (const mode of ['start-up', 'pasted']) {
+        const started = Date.now();
+        await page.goto('about:blank');
+        if (mode === 'start-up') {
+          await page.goto(`${site.origin}/#s=${payload}`);
+        } else {
+          await page.goto(site.origin + '/');
+          await page.waitForSelector('#output');
+          await page.evaluate((p) => { location.hash = 's=' + p; }, payload);
+        }
+        await page.waitForFunction(() => /could not be read/.test(document.querySelector('#notice')?.textContent ?? ''),
+          null, { timeout: 10000 });
+        assert.ok(Date.now() - started < 10000, `${what} (${mode}) took ${Date.now() - started} ms`);
+        assert.equal(await page.inputValue('#f-shared-page_size'), '32', `${what} (${mode}) changed the editor`);
+        assert.equal(await page.evaluate(() => localStorage.getItem('pdlaunch.deployment')), saved, what);
+        assert.match(await page.textContent('#output'), /--page-size 32/);
+      }
+    }
+    await shot('hostile-link');
   });
 
   it('lints a drifted script and opens it in the builder', async () => {

@@ -8,21 +8,26 @@
 //! are function components; the rest are plain functions returning `Html`, since each component
 //! type adds its own copy of Yew's lifecycle code to the download (Lint and Explain render only
 //! while their tab is shown, so they recompute on each render instead of memoizing). Links carry the
-//! deployment deflated by `deflate.rs`.
+//! deployment compressed by the browser's own `CompressionStream` (`share.rs`).
 
 pub mod browser;
 pub mod components;
-pub mod deflate;
 pub mod form;
 pub mod share;
 pub mod state;
 pub mod words;
 
-/// Mounts the app on the page's body.
+/// Mounts the app on the page's body, once the link it was opened with (if any) is read.
 pub fn start() {
     #[cfg(target_arch = "wasm32")]
     {
         browser::mark("pdlaunch-start");
-        yew::Renderer::<components::app::App>::new().render();
+        wasm_bindgen_futures::spawn_local(async {
+            let link = match browser::fragment() {
+                Some(f) => share::from_fragment(&f).await,
+                None => None,
+            };
+            yew::Renderer::<components::app::App>::with_props(components::app::AppProps { link }).render();
+        });
     }
 }

@@ -247,16 +247,22 @@ impl State {
         self.parsed.is_ok() && self.checked_rev != self.rev
     }
 
-    /// The state at start-up: the deployment in the URL fragment, else the autosaved one, else
-    /// the first example.
-    pub fn startup(fragment: Option<&str>, saved: Option<&str>) -> State {
-        let doc = fragment
-            .and_then(crate::share::from_fragment)
+    /// The state at start-up: the deployment of the link (the URL fragment, read by
+    /// [`crate::share::from_fragment`]), else the autosaved one, else the first example. A link
+    /// that cannot be read leaves the editor as it would be without it, and the notice says why.
+    pub fn startup(link: Option<Result<Value, String>>, saved: Option<&str>) -> State {
+        let (linked, refused) = match link {
+            Some(Ok(doc)) => (Some(doc), None),
+            Some(Err(why)) => (None, Some(why)),
+            None => (None, None),
+        };
+        let doc = linked
             .or_else(|| saved.and_then(|s| serde_json::from_str(s).ok()))
             .unwrap_or_else(|| preset(EXAMPLES[0].name).unwrap_or(Value::Null));
         // The output shows first; the findings follow (Action::ComputeFixes) a moment later.
         let mut s = State::new(Value::Null);
         s.replace_doc_with(doc, false);
+        s.notice = refused;
         s
     }
 
@@ -539,13 +545,27 @@ mod tests {
     }
 
     #[test]
-    fn the_fragment_wins_over_the_autosave() {
+    fn the_link_wins_over_the_autosave() {
         let s = start().reduce(set("shared.page_size", 64.into()));
-        let fragment = crate::share::to_fragment(&s.doc);
         let saved = serde_json::to_string(&*start().doc).unwrap();
-        let again = State::startup(Some(&fragment), Some(&saved));
+        let again = State::startup(Some(Ok((*s.doc).clone())), Some(&saved));
         assert_eq!(again.doc, s.doc);
+        assert_eq!(again.notice, None);
         assert_eq!(State::startup(None, Some(&saved)).doc, start().doc);
+    }
+
+    #[test]
+    fn a_link_that_cannot_be_read_leaves_the_autosave_and_says_why() {
+        let s = start().reduce(set("shared.page_size", 64.into()));
+        let saved = serde_json::to_string(&*s.doc).unwrap();
+        let why = "The deployment in the link could not be read: it is not base64url text.".to_owned();
+        let again = State::startup(Some(Err(why.clone())), Some(&saved));
+        assert_eq!(again.doc, s.doc);
+        assert_eq!(again.notice, Some(why.clone()));
+        // Without an autosave, the first example.
+        let fresh = State::startup(Some(Err(why)), None);
+        assert_eq!(fresh.doc, start().doc);
+        assert!(fresh.notice.is_some());
     }
 
     #[test]

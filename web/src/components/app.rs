@@ -9,11 +9,19 @@ use super::nav::{nav, NavProps};
 use crate::browser;
 use crate::state::{Action, State, View};
 
+/// The root component's start: the deployment of the link the page was opened with, read
+/// before the app mounts (the browser's decompression is asynchronous).
+#[derive(Properties, PartialEq)]
+pub struct AppProps {
+    /// `None` without a link; else its document, or why it cannot be read.
+    pub link: Option<Result<serde_json::Value, String>>,
+}
+
 /// The root component.
 #[function_component]
-pub fn App() -> Html {
+pub fn App(props: &AppProps) -> Html {
     let state = use_reducer(|| {
-        let s = State::startup(browser::fragment().as_deref(), browser::load(browser::AUTOSAVE_KEY).as_deref());
+        let s = State::startup(props.link.clone(), browser::load(browser::AUTOSAVE_KEY).as_deref());
         browser::mark("pdlaunch-state");
         s
     });
@@ -22,18 +30,37 @@ pub fn App() -> Html {
         Callback::from(move |a: Action| state.dispatch(a))
     };
     // Persist every document change: the URL fragment (a link reproduces it) and local storage.
-    use_effect_with((state.rev, state.doc.clone()), |(_, doc)| {
-        browser::replace_fragment(&crate::share::to_fragment(doc));
+    // The fragment is compressed asynchronously; only the newest change writes it.
+    let newest = use_mut_ref(|| 0u64);
+    use_effect_with((state.rev, state.doc.clone()), move |(_, doc)| {
         browser::save(browser::AUTOSAVE_KEY, &doc.to_string());
+        let turn = {
+            let mut n = newest.borrow_mut();
+            *n += 1;
+            *n
+        };
+        let doc = doc.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            if let Ok(fragment) = crate::share::to_fragment(&doc).await {
+                if *newest.borrow() == turn {
+                    browser::replace_fragment(&fragment);
+                }
+            }
+        });
     });
     // A link pasted into the address bar of this tab changes only the fragment: load it.
     {
         let dispatch = dispatch.clone();
         use_effect_with((), move |_| {
             let listener = browser::on_fragment_change(move |f| {
-                if let Some(doc) = crate::share::from_fragment(&f) {
-                    dispatch.emit(Action::Restore(doc));
-                }
+                let dispatch = dispatch.clone();
+                wasm_bindgen_futures::spawn_local(async move {
+                    match crate::share::from_fragment(&f).await {
+                        Some(Ok(doc)) => dispatch.emit(Action::Restore(doc)),
+                        Some(Err(why)) => dispatch.emit(Action::Notice(why)),
+                        None => {}
+                    }
+                });
             });
             move || drop(listener)
         });
