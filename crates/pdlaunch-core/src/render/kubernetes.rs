@@ -18,584 +18,24 @@
 //! lists of servers give way to label selectors; the linter turns such a router's selectors back
 //! into entries, one per server pod whose labels they match.
 
-use super::cluster::{cluster, is_label, Cluster, Volume, MODEL_CACHE_MOUNT};
+use super::pods::{layout, pod, router_name, router_pod, router_service, Engine, Layout, Yaml};
 use super::{header, RenderError, RenderedFile};
-use crate::deployment::{Deployment, Role};
-use crate::flags::{self, Flag};
-use crate::plan::{plan, Plan, ServerProcess};
-use crate::yaml_value;
+use crate::deployment::Deployment;
 
-/// The leader's address in a LeaderWorkerSet pod.
-const LEADER_ADDRESS: &str = "$(LWS_LEADER_ADDRESS)";
-/// The pod's index in its group (0 on the leader).
-const WORKER_INDEX: &str = "$(LWS_WORKER_INDEX)";
-/// The label naming the application instance (the deployment) an object belongs to.
-pub(crate) const INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
 /// The LeaderWorkerSet annotation that gives each group a topology domain of its own.
 pub(crate) const EXCLUSIVE_TOPOLOGY: &str = "leaderworkerset.sigs.k8s.io/exclusive-topology";
-/// The annotation the router's service discovery reads a prefill pod's bootstrap port from.
-pub(crate) const BOOTSTRAP_ANNOTATION: &str = "sglang.ai/bootstrap-port";
-/// The label LeaderWorkerSet gives each pod with its index in its group (0 on the leader).
-pub(crate) const WORKER_INDEX_LABEL: &str = "leaderworkerset.sigs.k8s.io/worker-index";
-/// Longest StatefulSet name whose pods Kubernetes can label with their revision.
-const MAX_STATEFUL_SET: usize = 52;
-
-/// One LeaderWorkerSet: instances of one side, a group each.
-struct Set {
-    role: Role,
-    name: String,
-    instances: Vec<usize>,
-}
-
-/// The pod template of a set, read from its first process.
-struct Template {
-    /// The process, in the plan's servers.
-    server: usize,
-    argv: Vec<String>,
-}
-
-/// How the deployment runs on Kubernetes.
-struct Layout {
-    sets: Vec<Set>,
-    /// The plan of the deployment placed on the pods.
-    plan: Plan,
-    /// One per set.
-    templates: Vec<Template>,
-    /// The servers' image.
-    image: String,
-    /// The `kubernetes` section.
-    cluster: Cluster,
-    /// The port of every server, when the router discovers them.
-    discovery: Option<u16>,
-}
-
-/// Why the pods of a set cannot share a template.
-enum Differs {
-    /// Two instances of one side start differently: one set per instance then.
-    Instances(Role),
-    /// Two nodes of one instance start differently: no LeaderWorkerSet can start them.
-    Nodes(RenderError),
-}
 
 /// Renders the deployment as one multi-document YAML file (`<name>.kubernetes.yaml`).
 pub fn render_kubernetes(d: &Deployment) -> Result<RenderedFile, RenderError> {
-    Ok(manifest(d, &layout(d)?))
+    Ok(manifest(d, &layout(d, Engine::Lws)?))
 }
 
 /// Why the deployment cannot run as Kubernetes manifests, if it cannot (the manifests are not
 /// written).
 pub(crate) fn refusal(d: &Deployment) -> Option<RenderError> {
-    layout(d).err()
+    layout(d, Engine::Lws).err()
 }
 
-/// One LeaderWorkerSet per side, or per instance of a side whose instances start differently.
-fn layout(d: &Deployment) -> Result<Layout, RenderError> {
-    check_name(&d.name)?;
-    let cluster = cluster(&d.kubernetes)?;
-    let port = discovery_port(d)?;
-    let mut apart = [false; 2];
-    loop {
-        let sets = sets(d, apart);
-        check_pod_names(d, &sets)?;
-        let plan = plan(&place(d, &sets, port));
-        match templates(&plan, &sets) {
-            Ok(templates) => {
-                check_secret_env(&plan, &cluster)?;
-                return Ok(Layout { sets, plan, templates, image: image(d)?, cluster, discovery: port });
-            }
-            Err(Differs::Instances(role)) if !apart[role as usize] => apart[role as usize] = true,
-            Err(Differs::Instances(role)) => unreachable!("a {role} set of one instance has no other instance"),
-            Err(Differs::Nodes(why)) => return Err(why),
-        }
-    }
-}
-
-/// The deployment name names every object: it must be a DNS label.
-fn check_name(name: &str) -> Result<(), RenderError> {
-    if is_label(name) && name.as_bytes()[0].is_ascii_lowercase() {
-        Ok(())
-    } else {
-        Err(RenderError::at(
-            "name",
-            format_args!(
-                "({name:?}) names the Kubernetes objects and pods, so it must be a DNS label: lowercase \
-             letters, digits and `-`, starting with a letter and ending with a letter or digit; rename the deployment"
-            ),
-        ))
-    }
-}
-
-/// The one port every server listens on when the router discovers them (the router reaches
-/// every pod at `--service-discovery-port`); `None` without discovery.
-fn discovery_port(d: &Deployment) -> Result<Option<u16>, RenderError> {
-    if !d.kubernetes.service_discovery {
-        return Ok(None);
-    }
-    if d.kubernetes.namespace.is_none() {
-        return Err(RenderError::at(
-            "kubernetes.service_discovery",
-            format_args!(
-                "needs `kubernetes.namespace`: the router watches the pods of one namespace, and its RoleBinding \
-                 must name it; set the namespace the manifests go to"
-            ),
-        ));
-    }
-    let port = d.prefill.instances.first().and_then(|i| i.port).unwrap_or(crate::plan::default_port(Role::Prefill));
-    for role in Role::BOTH {
-        for (i, inst) in d.side(role).instances.iter().enumerate() {
-            if let Some(own) = inst.port.filter(|p| *p != port) {
-                return Err(RenderError::at(
-                    format!("{role}.instances[{i}].port"),
-                    format_args!(
-                        "is {own}, but with `kubernetes.service_discovery` the router reaches \
-                     every server at one port (`--service-discovery-port`), here {port}; give every instance that \
-                     port, or none"
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(Some(port))
-}
-
-/// A variable read from a Secret must not also have a plain value: Kubernetes would keep the one
-/// written last, silently.
-fn check_secret_env(plan: &Plan, cluster: &Cluster) -> Result<(), RenderError> {
-    for (var, ..) in &cluster.secret_env {
-        if let Some(p) = plan.servers.iter().find(|p| p.env.contains_key(var)) {
-            return Err(RenderError::at(
-                format!("kubernetes.secret_env.{var}"),
-                format_args!(
-                    "reads a Secret, but the {} servers also set `{var}` in `env`; \
-                 keep one of the two",
-                    p.role
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn sets(d: &Deployment, apart: [bool; 2]) -> Vec<Set> {
-    let mut sets = Vec::new();
-    for role in Role::BOTH {
-        let n = d.side(role).instances.len();
-        if apart[role as usize] {
-            sets.extend((0..n).map(|i| Set { role, name: format!("{}-{role}-{i}", d.name), instances: vec![i] }));
-        } else if n > 0 {
-            sets.push(Set { role, name: format!("{}-{role}", d.name), instances: (0..n).collect() });
-        }
-    }
-    sets
-}
-
-/// The name of the pod of node `k` of group `g` (the leader is `<set>-<g>`).
-fn pod_name(set: &str, g: usize, k: usize) -> String {
-    if k == 0 {
-        format!("{set}-{g}")
-    } else {
-        format!("{set}-{g}-{k}")
-    }
-}
-
-/// A LeaderWorkerSet makes a StatefulSet per group, `<set>-<group>`, whose pods Kubernetes
-/// labels with its name and an 11-character revision hash in at most 63 characters (its pods,
-/// `<set>-<group>-<k>`, are then short enough too).
-fn check_pod_names(d: &Deployment, sets: &[Set]) -> Result<(), RenderError> {
-    for set in sets {
-        let longest = format!("{}-{}", set.name, set.instances.len() - 1);
-        if longest.len() > MAX_STATEFUL_SET {
-            return Err(RenderError::at(
-                "name",
-                format_args!(
-                    "({:?}) gives StatefulSet names up to {} characters (`{longest}`), over the \
-                 {MAX_STATEFUL_SET} Kubernetes allows; shorten the deployment's name",
-                    d.name,
-                    longest.len()
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// The deployment as it runs on the pods: hosts are the pods' names, everything binds all
-/// addresses, GPUs are numbered from 0 in each pod, and with service discovery every server
-/// listens on `port`.
-fn place(d: &Deployment, sets: &[Set], port: Option<u16>) -> Deployment {
-    let mut placed = d.clone();
-    for set in sets {
-        let side = placed.side_mut(set.role);
-        side.bind_host = Some("0.0.0.0".into());
-        for (g, &i) in set.instances.iter().enumerate() {
-            if port.is_some() {
-                side.instances[i].port = port;
-            }
-            for (k, node) in side.instances[i].nodes.iter_mut().enumerate() {
-                node.host = format!("{}.{}", pod_name(&set.name, g, k), set.name);
-                node.base_gpu_id = None;
-                node.gpus_installed = None;
-            }
-        }
-    }
-    placed.router.host = "0.0.0.0".into();
-    placed
-}
-
-fn is(arg_flag: Option<&'static Flag>, flag: &'static Flag) -> bool {
-    arg_flag.is_some_and(|f| std::ptr::eq(f, flag))
-}
-
-/// Kubernetes expands `$(VAR)` in commands and environment values; `$$` stays `$`.
-fn escape(s: &str) -> String {
-    s.replace('$', "$$")
-}
-
-/// The argv of a server process as its pod template writes it.
-fn pod_argv(plan: &Plan, p: &ServerProcess) -> Vec<String> {
-    let mut argv: Vec<String> = plan.server_argv(p)[..3].iter().map(|t| escape(t)).collect();
-    for a in &p.args {
-        argv.push(escape(&a.tokens[0]));
-        for t in &a.tokens[1..] {
-            argv.push(if is(a.flag, &flags::NODE_RANK) {
-                WORKER_INDEX.to_owned()
-            } else if is(a.flag, &flags::DIST_INIT_ADDR) {
-                // `<leader host>:<port>`; the host holds no `:` (it is a pod name).
-                let port = t.rsplit_once(':').map_or("", |(_, port)| port);
-                format!("{LEADER_ADDRESS}:{port}")
-            } else {
-                escape(t)
-            });
-        }
-    }
-    argv
-}
-
-/// One template per set, or why its pods differ.
-fn templates(plan: &Plan, sets: &[Set]) -> Result<Vec<Template>, Differs> {
-    let mut out = Vec::new();
-    for set in sets {
-        let mut first: Option<Template> = None;
-        for &i in &set.instances {
-            let nodes: Vec<usize> = (0..plan.servers.len())
-                .filter(|&k| plan.servers[k].role == set.role && plan.servers[k].instance == i)
-                .collect();
-            let leader = Template { server: nodes[0], argv: pod_argv(plan, &plan.servers[nodes[0]]) };
-            for &k in &nodes[1..] {
-                let p = &plan.servers[k];
-                if let Some(why) = difference(plan, &leader, p, &pod_argv(plan, p)) {
-                    let (role, n) = (set.role, p.node);
-                    return Err(Differs::Nodes(RenderError::at(
-                        format!("{role}.instances[{i}].nodes[{n}]"),
-                        format_args!(
-                            "would start unlike its leader (`nodes[0]`): {why}. The pods of one LeaderWorkerSet \
-                             group share a template: give every node of an instance the same `gpus` and \
-                             `ib_device`, or render the `shell` format"
-                        ),
-                    )));
-                }
-            }
-            match &first {
-                None => first = Some(leader),
-                Some(f) if difference(plan, f, &plan.servers[leader.server], &leader.argv).is_some() => {
-                    return Err(Differs::Instances(set.role))
-                }
-                Some(_) => {}
-            }
-        }
-        out.extend(first);
-    }
-    Ok(out)
-}
-
-/// How a process would start unlike a template, if it would.
-fn difference(plan: &Plan, t: &Template, p: &ServerProcess, argv: &[String]) -> Option<String> {
-    let tp = &plan.servers[t.server];
-    if p.gpus.1 != tp.gpus.1 {
-        return Some(format!("{} GPUs against {}", p.gpus.1, tp.gpus.1));
-    }
-    if p.env != tp.env {
-        return Some("another environment".into());
-    }
-    if argv != t.argv {
-        let at = argv.iter().zip(&t.argv).position(|(a, b)| a != b).unwrap_or(argv.len().min(t.argv.len()));
-        let word = |v: &[String]| v.get(at).map_or_else(|| "nothing".to_owned(), |w| format!("`{w}`"));
-        return Some(format!("argument {at} is {} against {}", word(argv), word(&t.argv)));
-    }
-    None
-}
-
-/// YAML text, written line by line: strings through the core's YAML scalar writer, so that each
-/// reads back as the very string (`'8998'` stays a string, a newline stays a newline).
-struct Yaml(String);
-
-impl Yaml {
-    fn line(&mut self, indent: usize, text: &str) {
-        self.0.extend(std::iter::repeat_n(' ', indent));
-        self.0.push_str(text);
-        self.0.push('\n');
-    }
-    /// `key:`, a collection following.
-    fn key(&mut self, indent: usize, key: &str) {
-        self.line(indent, &format!("{key}:"));
-    }
-    /// `key: value`, a string value.
-    fn pair(&mut self, indent: usize, key: &str, value: &str) {
-        self.line(indent, &format!("{key}: {}", yaml_value::string(value)));
-    }
-    /// `key: 8`, a number or boolean.
-    fn plain(&mut self, indent: usize, key: &str, value: impl std::fmt::Display) {
-        self.line(indent, &format!("{key}: {value}"));
-    }
-    /// `- value`, a string item.
-    fn item(&mut self, indent: usize, value: &str) {
-        self.line(indent, &format!("- {}", yaml_value::string(value)));
-    }
-    /// `- key: value`, the first entry of a mapping in a list; the others follow at `indent + 2`.
-    fn first(&mut self, indent: usize, key: &str, value: &str) {
-        self.line(indent, &format!("- {key}: {}", yaml_value::string(value)));
-    }
-    /// The head of an object: its API version, kind and metadata.
-    fn object(&mut self, api: &str, kind: &str, d: &Deployment, name: &str, component: &str) {
-        self.pair(0, "apiVersion", api);
-        self.pair(0, "kind", kind);
-        self.metadata(0, d, Some(name), component);
-    }
-    /// An object's metadata (`name` given) or a pod template's.
-    fn metadata(&mut self, indent: usize, d: &Deployment, name: Option<&str>, component: &str) {
-        self.key(indent, "metadata");
-        if let Some(name) = name {
-            self.pair(indent + 2, "name", name);
-            if let Some(ns) = &d.kubernetes.namespace {
-                self.pair(indent + 2, "namespace", ns);
-            }
-        }
-        self.key(indent + 2, "labels");
-        self.labels(indent + 4, d, component);
-        for (key, value) in &d.kubernetes.labels {
-            self.pair(indent + 4, key, value);
-        }
-    }
-    /// pdlaunch's own labels of a component, which selectors select by.
-    fn labels(&mut self, indent: usize, d: &Deployment, component: &str) {
-        self.pair(indent, "app.kubernetes.io/name", "sglang");
-        self.pair(indent, INSTANCE_LABEL, &d.name);
-        self.pair(indent, "app.kubernetes.io/component", component);
-    }
-    /// A container's `env`: values, then variables read from Secrets (left out when empty).
-    fn env(
-        &mut self,
-        indent: usize,
-        env: &std::collections::BTreeMap<String, String>,
-        secrets: &[(String, String, String)],
-    ) {
-        if !env.is_empty() || !secrets.is_empty() {
-            self.key(indent, "env");
-            for (k, v) in env {
-                self.first(indent, "name", k);
-                self.pair(indent + 2, "value", &escape(v));
-            }
-            for (var, secret, key) in secrets {
-                self.first(indent, "name", var);
-                self.key(indent + 2, "valueFrom");
-                self.key(indent + 4, "secretKeyRef");
-                self.pair(indent + 6, "name", secret);
-                self.pair(indent + 6, "key", key);
-            }
-        }
-    }
-    /// A pod's `imagePullSecrets` (left out when empty).
-    fn pull_secrets(&mut self, indent: usize, secrets: &[String]) {
-        if !secrets.is_empty() {
-            self.key(indent, "imagePullSecrets");
-            for s in secrets {
-                self.first(indent, "name", s);
-            }
-        }
-    }
-    /// A container's `ports`, the first probed for readiness.
-    fn ports(&mut self, indent: usize, ports: &[(&str, u16)]) {
-        let Some((_, probed)) = ports.first() else { return };
-        self.key(indent, "ports");
-        for (name, port) in ports {
-            self.first(indent, "name", name);
-            self.plain(indent + 2, "containerPort", port);
-        }
-        self.key(indent, "readinessProbe");
-        self.key(indent + 2, "tcpSocket");
-        self.plain(indent + 4, "port", probed);
-        self.plain(indent + 2, "periodSeconds", 10);
-    }
-}
-
-/// The image `render` names for the servers of a release when the deployment names none.
-pub(crate) fn default_image(release: crate::release::Release) -> String {
-    format!("lmsysorg/sglang:v{release}")
-}
-
-/// The server image, or why there is none.
-fn image(d: &Deployment) -> Result<String, RenderError> {
-    if let Some(image) = &d.launcher.image {
-        return Ok(image.clone());
-    }
-    match Role::BOTH.into_iter().find(|&r| d.side(r).gpu.is_some_and(|g| g.is_hip())) {
-        Some(role) => Err(RenderError::at(
-            format!("{role}.gpu"),
-            format_args!(
-                "is an AMD GPU, and SGLang's ROCm images are tagged by GPU family; set `launcher.image` \
-             to the image the pods run"
-            ),
-        )),
-        None => Ok(default_image(d.sglang_version)),
-    }
-}
-
-/// The image `render` names for the router of a release when the deployment names none.
-pub(crate) fn default_router_image(release: crate::release::RouterRelease) -> String {
-    format!("lmsysorg/sglang-router:v{release}")
-}
-
-/// The absolute local paths the servers read (model, tokenizer, draft model): each is mounted
-/// from the same path on the Kubernetes node.
-fn local_paths(d: &Deployment) -> Vec<&str> {
-    let draft = d.shared.speculative.as_ref().and_then(|s| s.draft_model_path.as_deref());
-    let mut paths = Vec::new();
-    for path in [Some(d.model.path.as_str()), d.model.tokenizer.as_deref(), draft].into_iter().flatten() {
-        if path.starts_with('/') && !paths.contains(&path) {
-            paths.push(path);
-        }
-    }
-    paths
-}
-
-/// A pod template of a set (`indent` is that of its `metadata`); the leader serves the ports.
-fn pod(y: &mut Yaml, indent: usize, d: &Deployment, layout: &Layout, k: usize, leader: bool) {
-    let (set, t) = (&layout.sets[k], &layout.templates[k]);
-    let (p, argv) = (&layout.plan.servers[t.server], &t.argv);
-    let side = d.side(set.role);
-    let rdma = side.instances[set.instances[0]].nodes.iter().any(|n| n.ib_device.is_some());
-    // The port a flag's value ends with (`30000`, `host:5000`).
-    let port = |flag: &'static Flag| {
-        let value = p.args.iter().find(|a| is(a.flag, flag)).and_then(|a| a.tokens.get(1))?;
-        value.rsplit(':').next()?.parse::<u16>().ok()
-    };
-    // Declared so that the scheduler keeps two pods that bind one port (on the host network) off
-    // the same node: the leader's HTTP, bootstrap and rendezvous ports (the first of its block).
-    let mut ports: Vec<(&str, u16)> = Vec::new();
-    if leader {
-        ports.extend(port(&flags::PORT).map(|port| ("http", port)));
-        if set.role == Role::Prefill {
-            ports.extend(port(&flags::BOOTSTRAP_PORT).map(|port| ("bootstrap", port)));
-        }
-        ports.extend(port(&flags::DIST_INIT_ADDR).map(|port| ("rendezvous", port)));
-    }
-    let cluster = &layout.cluster;
-    let host = |path: &str| Some(Volume::Host(path.to_owned()));
-    // (name, mount path, source or none for shared memory, read-only)
-    let mut volumes: Vec<(String, &str, Option<Volume>, bool)> = vec![("dshm".into(), "/dev/shm", None, false)];
-    for (k, path) in local_paths(d).into_iter().enumerate() {
-        volumes.push((format!("local-{k}"), path, host(path), true));
-    }
-    if let Some(cache) = &cluster.model_cache {
-        volumes.push(("model-cache".into(), MODEL_CACHE_MOUNT, Some(cache.clone()), false));
-    }
-    if rdma {
-        volumes.push(("infiniband".into(), "/dev/infiniband", host("/dev/infiniband"), false));
-    }
-
-    y.metadata(indent, d, None, set.role.as_str());
-    // The router's service discovery reads a prefill leader's bootstrap port here.
-    let bootstrap = match (layout.discovery, leader, set.role) {
-        (Some(_), true, Role::Prefill) => port(&flags::BOOTSTRAP_PORT).map(|p| (BOOTSTRAP_ANNOTATION, p.to_string())),
-        _ => None,
-    };
-    let annotations = cluster.pod_annotations.iter().map(|(k, v)| (k.as_str(), v.clone()));
-    let annotations: Vec<(&str, String)> = bootstrap.into_iter().chain(annotations).collect();
-    if !annotations.is_empty() {
-        y.key(indent + 2, "annotations");
-        for (key, value) in &annotations {
-            y.pair(indent + 4, key, value);
-        }
-    }
-    y.key(indent, "spec");
-    let i = indent + 2;
-    if rdma {
-        y.plain(i, "hostNetwork", true);
-        y.pair(i, "dnsPolicy", "ClusterFirstWithHostNet");
-    }
-    let placement = &cluster.placement[set.role as usize];
-    if !placement.node_selector.is_empty() {
-        y.key(i, "nodeSelector");
-        for (key, value) in &placement.node_selector {
-            y.pair(i + 2, key, value);
-        }
-    }
-    if !placement.tolerations.is_empty() {
-        y.key(i, "tolerations");
-        for t in &placement.tolerations {
-            y.first(i, "key", &t.key);
-            match &t.value {
-                Some(value) => {
-                    y.pair(i + 2, "operator", "Equal");
-                    y.pair(i + 2, "value", value);
-                }
-                None => y.pair(i + 2, "operator", "Exists"),
-            }
-            if let Some(effect) = &t.effect {
-                y.pair(i + 2, "effect", effect);
-            }
-        }
-    }
-    y.pull_secrets(i, &cluster.image_pull_secrets);
-    y.key(i, "containers");
-    y.first(i, "name", set.role.as_str());
-    let c = i + 2;
-    y.pair(c, "image", &layout.image);
-    y.key(c, "command");
-    for word in argv {
-        y.item(c, word);
-    }
-    y.env(c, &p.env, &cluster.secret_env);
-    y.ports(c, &ports);
-    y.key(c, "resources");
-    y.key(c + 2, "limits");
-    let gpu = if side.gpu.is_some_and(|g| g.is_hip()) { "amd.com/gpu" } else { "nvidia.com/gpu" };
-    y.plain(c + 4, gpu, p.gpus.1);
-    // Registering memory for RDMA pins it; the host's devices need a privileged pod.
-    y.key(c, "securityContext");
-    if rdma {
-        y.plain(c + 2, "privileged", true);
-    }
-    y.key(c + 2, "capabilities");
-    y.key(c + 4, "add");
-    y.item(c + 4, "IPC_LOCK");
-    y.key(c, "volumeMounts");
-    for (name, mount, _, read_only) in &volumes {
-        y.first(c, "name", name);
-        y.pair(c + 2, "mountPath", mount);
-        if *read_only {
-            y.plain(c + 2, "readOnly", true);
-        }
-    }
-    y.key(i, "volumes");
-    for (name, _, source, _) in &volumes {
-        y.first(i, "name", name);
-        match source {
-            None => {
-                y.key(i + 2, "emptyDir");
-                y.pair(i + 4, "medium", "Memory");
-            }
-            Some(Volume::Host(path)) => {
-                y.key(i + 2, "hostPath");
-                y.pair(i + 4, "path", path);
-            }
-            Some(Volume::Claim(name)) => {
-                y.key(i + 2, "persistentVolumeClaim");
-                y.pair(i + 4, "claimName", name);
-            }
-        }
-    }
-}
 
 fn leader_worker_set(y: &mut Yaml, d: &Deployment, layout: &Layout, k: usize) {
     let set = &layout.sets[k];
@@ -612,116 +52,22 @@ fn leader_worker_set(y: &mut Yaml, d: &Deployment, layout: &Layout, k: usize) {
     y.pair(4, "restartPolicy", "RecreateGroupOnPodRestart");
     if nnodes > 1 {
         y.key(4, "leaderTemplate");
-        pod(y, 6, d, layout, k, true);
+        pod(y, 6, d, layout, k, Some(true));
     }
     y.key(4, "workerTemplate");
-    pod(y, 6, d, layout, k, nnodes == 1);
+    pod(y, 6, d, layout, k, Some(nnodes == 1));
 }
 
-/// The router's Deployment and the Service in front of it.
-/// The router's argv: the plan's, or with service discovery the plan's without its lists of
-/// servers, which the labels of the leader pods replace.
-fn router_argv(d: &Deployment, layout: &Layout) -> Vec<String> {
-    let plan = &layout.plan;
-    let Some(port) = layout.discovery else { return plan.router_argv() };
-    let mut argv = plan.router_argv()[..3].to_vec();
-    for a in &plan.router.args {
-        if is(a.flag, &flags::R_PREFILL) || is(a.flag, &flags::R_DECODE) {
-            continue;
-        }
-        argv.extend(a.tokens.iter().cloned());
-        if is(a.flag, &flags::R_PD_DISAGGREGATION) {
-            argv.push(flags::R_SERVICE_DISCOVERY.name.into());
-            for (flag, role) in [(&flags::R_PREFILL_SELECTOR, Role::Prefill), (&flags::R_DECODE_SELECTOR, Role::Decode)]
-            {
-                argv.push(flag.name.into());
-                argv.extend(leader_selector(d, role).into_iter().map(|(k, v)| format!("{k}={v}")));
-            }
-            argv.extend([flags::R_SERVICE_DISCOVERY_PORT.name.into(), port.to_string()]);
-            argv.push(flags::R_SERVICE_DISCOVERY_NAMESPACE.name.into());
-            argv.extend(d.kubernetes.namespace.clone());
-        }
-    }
-    argv
-}
-
-/// The labels of one side's leader pods.
-fn leader_selector(d: &Deployment, role: Role) -> [(&'static str, String); 3] {
-    [
-        (INSTANCE_LABEL, d.name.clone()),
-        ("app.kubernetes.io/component", role.as_str().to_owned()),
-        (WORKER_INDEX_LABEL, "0".to_owned()),
-    ]
-}
-
-/// The router's Deployment and the Service in front of it; with service discovery, the
-/// ServiceAccount it runs as and the Role that lets it watch the pods.
+/// The router's Deployment.
 fn router(y: &mut Yaml, d: &Deployment, layout: &Layout) {
-    let name = format!("{}-router", d.name);
-    let plan = &layout.plan;
-    let port = plan.router.port;
-    y.object("apps/v1", "Deployment", d, &name, "router");
+    y.object("apps/v1", "Deployment", d, &router_name(d), "router");
     y.key(0, "spec");
     y.plain(2, "replicas", layout.cluster.router_replicas);
     y.key(2, "selector");
     y.key(4, "matchLabels");
     y.labels(6, d, "router");
     y.key(2, "template");
-    y.metadata(4, d, None, "router");
-    y.key(4, "spec");
-    if layout.discovery.is_some() {
-        y.pair(6, "serviceAccountName", &name);
-    }
-    y.pull_secrets(6, &d.kubernetes.image_pull_secrets);
-    y.key(6, "containers");
-    y.first(6, "name", "router");
-    y.pair(8, "image", &d.router.image.clone().unwrap_or_else(|| default_router_image(d.router_version)));
-    y.key(8, "command");
-    for word in router_argv(d, layout) {
-        y.item(8, &escape(&word));
-    }
-    y.env(8, &plan.router.env, &[]);
-    y.ports(8, &[("http", port)]);
-    y.line(0, "---");
-    y.object("v1", "Service", d, &name, "router");
-    y.key(0, "spec");
-    y.key(2, "selector");
-    y.labels(4, d, "router");
-    y.key(2, "ports");
-    y.first(2, "name", "http");
-    y.plain(4, "port", port);
-    y.plain(4, "targetPort", port);
-    if layout.discovery.is_some() {
-        discovery_access(y, d, &name);
-    }
-}
-
-/// The router's ServiceAccount, and the Role and RoleBinding that let it watch the pods of its
-/// namespace.
-fn discovery_access(y: &mut Yaml, d: &Deployment, name: &str) {
-    y.line(0, "---");
-    y.object("v1", "ServiceAccount", d, name, "router");
-    y.line(0, "---");
-    y.object("rbac.authorization.k8s.io/v1", "Role", d, name, "router");
-    y.key(0, "rules");
-    y.key(0, "- apiGroups");
-    y.item(2, "");
-    y.key(2, "resources");
-    y.item(2, "pods");
-    y.key(2, "verbs");
-    for verb in ["get", "list", "watch"] {
-        y.item(2, verb);
-    }
-    y.line(0, "---");
-    y.object("rbac.authorization.k8s.io/v1", "RoleBinding", d, name, "router");
-    y.key(0, "roleRef");
-    y.pair(2, "apiGroup", "rbac.authorization.k8s.io");
-    y.pair(2, "kind", "Role");
-    y.pair(2, "name", name);
-    y.key(0, "subjects");
-    y.first(0, "kind", "ServiceAccount");
-    y.pair(2, "name", name);
-    y.pair(2, "namespace", d.kubernetes.namespace.as_deref().unwrap_or_default());
+    router_pod(y, 4, d, layout);
 }
 
 fn manifest(d: &Deployment, layout: &Layout) -> RenderedFile {
@@ -762,12 +108,16 @@ fn manifest(d: &Deployment, layout: &Layout) -> RenderedFile {
     }
     y.line(0, "---");
     router(&mut y, d, layout);
+    router_service(&mut y, d, layout);
     RenderedFile { name: format!("{}.kubernetes.yaml", d.name), contents: y.0, executable: false }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::render::cluster::MODEL_CACHE_MOUNT;
+    use crate::render::pods::router_argv;
+    use crate::render::BOOTSTRAP_ANNOTATION;
     use crate::examples::{example, EXAMPLES};
     use crate::lint::{lint, Input, Options};
     use crate::rules::Severity;
@@ -803,7 +153,7 @@ mod tests {
     /// What the plan of the deployment placed on the pods says each process runs, with the
     /// leader's address as LeaderWorkerSet gives it (`<pod>.<set>.<namespace>` in a namespace).
     fn placed(d: &Deployment) -> Vec<Started> {
-        let layout = layout(d).unwrap();
+        let layout = layout(d, Engine::Lws).unwrap();
         let p = &layout.plan;
         let env = |e: &std::collections::BTreeMap<String, String>| e.clone().into_iter().collect();
         let leader = |w: &String| match (&d.kubernetes.namespace, w.rsplit_once(':')) {
@@ -1047,7 +397,7 @@ mod tests {
         let parsed = crate::spec::parse_argv(spec, &argv[3..].iter().map(|w| w.to_string()).collect::<Vec<_>>());
         assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
         // Every server listens on the discovery port; only a prefill leader carries its bootstrap port.
-        let p = layout(&d).unwrap().plan;
+        let p = layout(&d, Engine::Lws).unwrap().plan;
         assert!(p.servers.iter().all(|s| s.args.iter().any(|a| a.tokens == ["--port", "30000"])));
         let lws = |k: usize, t: &str| docs[k]["spec"]["leaderWorkerTemplate"][t]["metadata"].clone();
         assert_eq!(lws(0, "leaderTemplate")["annotations"][BOOTSTRAP_ANNOTATION], "8998");

@@ -1,21 +1,26 @@
 //! Output formats, all views of one [`Plan`]: `shell` (one bash script per process), `json` (argv
 //! and environment per process, for other tools), `sglang-config` (one SGLang `--config` YAML
-//! per role plus the short command lines that load it) and `kubernetes` (LeaderWorkerSets and the
-//! router, from the plan of the deployment placed on pods).
+//! per role plus the short command lines that load it), `kubernetes` (LeaderWorkerSets and the
+//! router, from the plan of the deployment placed on pods) and `rbg` (one RoleBasedGroup of the
+//! same pods). `pods` holds what the formats on pods share.
 
 pub(crate) mod cluster;
 mod config;
 mod json;
 mod kubernetes;
+mod pods;
+mod rbg;
 mod shell;
 
 pub use config::render_config;
 pub use json::render_json;
 pub use kubernetes::render_kubernetes;
-pub(crate) use kubernetes::{
-    default_image, default_router_image, refusal as kubernetes_refusal, BOOTSTRAP_ANNOTATION, EXCLUSIVE_TOPOLOGY,
-    INSTANCE_LABEL, WORKER_INDEX_LABEL,
+pub(crate) use kubernetes::{refusal as kubernetes_refusal, EXCLUSIVE_TOPOLOGY};
+pub(crate) use pods::{
+    default_image, default_router_image, BOOTSTRAP_ANNOTATION, INSTANCE_LABEL, RBG_INDEX_LABEL, WORKER_INDEX_LABEL,
 };
+pub use rbg::render_rbg;
+pub(crate) use rbg::refusal as rbg_refusal;
 pub use shell::{quote, render_shell};
 
 use crate::deployment::Deployment;
@@ -44,11 +49,14 @@ pub enum Format {
     /// Kubernetes manifests: a LeaderWorkerSet per side (or per instance), the router's
     /// Deployment and Service.
     Kubernetes,
+    /// One RoleBasedGroup (SGLang's RBG controller): a leader-worker role per side (or per
+    /// instance) and a router role that starts after them, and the router's Service.
+    Rbg,
 }
 
 impl Format {
     /// Every format.
-    pub const ALL: [Format; 4] = [Format::Shell, Format::Json, Format::SglangConfig, Format::Kubernetes];
+    pub const ALL: [Format; 5] = [Format::Shell, Format::Json, Format::SglangConfig, Format::Kubernetes, Format::Rbg];
     /// The name used on the command line.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -56,6 +64,7 @@ impl Format {
             Format::Json => "json",
             Format::SglangConfig => "sglang-config",
             Format::Kubernetes => "kubernetes",
+            Format::Rbg => "rbg",
         }
     }
     /// Why this format cannot target `release`, if it cannot.
@@ -113,6 +122,7 @@ pub fn render(d: &Deployment, format: Format) -> Result<Vec<RenderedFile>, Rende
         Format::Json => vec![render_json(&plan(d))],
         Format::SglangConfig => render_config(&plan(d)),
         Format::Kubernetes => vec![render_kubernetes(d)?],
+        Format::Rbg => vec![render_rbg(d)?],
     })
 }
 
