@@ -98,8 +98,11 @@ pub struct Surroundings {
     pub machine: Option<String>,
     /// Processes run in their own pod.
     pub isolated: bool,
-    /// In a LeaderWorkerSet object: the group whose pods are being read.
+    /// In a LeaderWorkerSet object, or a RoleBasedGroup's leader-worker role: the group whose
+    /// pods are being read.
     pub lws_group: Option<LwsGroup>,
+    /// In a RoleBasedGroup: its name and `.<namespace>` (empty when it names none).
+    pub rbg: Option<(String, String)>,
     /// In a Kubernetes object: its namespace and the settings of the pod being read.
     pub pod: Option<Arc<Pod>>,
     /// The cluster settings of the container being read.
@@ -117,27 +120,33 @@ pub struct Pod {
     pub volumes: Vec<(String, crate::render::cluster::Volume)>,
 }
 
-/// A group of pods of a LeaderWorkerSet.
+/// A group of pods of a LeaderWorkerSet, or of a RoleBasedGroup's leader-worker role.
 #[derive(Clone, Debug)]
 pub struct LwsGroup {
-    /// The LeaderWorkerSet's name (also its headless Service's).
+    /// The LeaderWorkerSet's name (also its headless Service's), or the role's workload name
+    /// (`<group>-<role>`, its headless Service `s-<group>-<role>`).
     pub name: String,
     /// The group's index.
     pub group: u32,
     /// `.<namespace>` when the object names one, else empty.
     pub namespace: String,
+    /// True in a RoleBasedGroup, whose pods are all `<name>-<group>-<index>`.
+    pub rbg: bool,
 }
 
 impl LwsGroup {
-    /// The address LWS gives the leader (`LWS_LEADER_ADDRESS`): `<name>-<group>.<name>[.<namespace>]`.
+    /// The address the controller gives the leader (`LWS_LEADER_ADDRESS`,
+    /// `RBG_LWP_LEADER_ADDRESS`): its pod's name with the namespace.
     pub fn leader_address(&self) -> String {
-        format!("{}-{}.{}{}", self.name, self.group, self.name, self.namespace)
+        format!("{}{}", self.pod(0), self.namespace)
     }
-    /// The name pods of the namespace reach pod `index` of the group by: `<name>-<group>[-<index>].<name>`.
+    /// The name pods of the namespace reach pod `index` of the group by:
+    /// `<name>-<group>[-<index>].<name>` (LeaderWorkerSet), `<name>-<group>-<index>.s-<name>` (RBG).
     pub fn pod(&self, index: u32) -> String {
-        match index {
-            0 => format!("{}-{}.{}", self.name, self.group, self.name),
-            _ => format!("{}-{}-{index}.{}", self.name, self.group, self.name),
+        match (self.rbg, index) {
+            (true, _) => format!("{}-{}-{index}.s-{}", self.name, self.group, self.name),
+            (false, 0) => format!("{}-{}.{}", self.name, self.group, self.name),
+            (false, _) => format!("{}-{}-{index}.{}", self.name, self.group, self.name),
         }
     }
 }

@@ -56,6 +56,9 @@ pub fn scan_documents(docs: &[Node], file: usize, base: &Surroundings, out: &mut
             continue;
         };
         around.hints.push(name.to_ascii_lowercase());
+        if doc.get("kind").and_then(Node::str) == Some("RoleBasedGroup") {
+            around.rbg = Some((name.to_owned(), namespace.map(|n| format!(".{n}")).unwrap_or_default()));
+        }
         if doc.get("kind").and_then(Node::str) != Some("LeaderWorkerSet") {
             walk(doc, file, dialect, &mut around, out, 0);
             continue;
@@ -63,7 +66,8 @@ pub fn scan_documents(docs: &[Node], file: usize, base: &Surroundings, out: &mut
         // Each replica of a LeaderWorkerSet is a group of its own, whose leader is `<name>-<group>`.
         let namespace = namespace.map(|n| format!(".{n}")).unwrap_or_default();
         for group in 0..lws_groups(doc) {
-            around.lws_group = Some(LwsGroup { name: name.to_owned(), group, namespace: namespace.clone() });
+            around.lws_group =
+                Some(LwsGroup { name: name.to_owned(), group, namespace: namespace.clone(), rbg: false });
             walk(doc, file, dialect, &mut around, out, 0);
         }
     }
@@ -210,6 +214,15 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
         Node::Map(m) => {
             let saved = (around.hints.len(), around.gpu, around.pod.clone(), around.meta.clone());
             let keys = Keys::of(m);
+            // A role of a RoleBasedGroup: its replicas are its pods' (or groups') count.
+            if let (Some(_), Some(name), Some(replicas)) =
+                (&around.rbg, node.get("name").and_then(Node::str), node.get("replicas").and_then(count))
+            {
+                let mut meta = around.meta.as_deref().cloned().unwrap_or_default();
+                meta.replicas = Some(replicas);
+                meta.owner = Some(name.to_owned());
+                around.meta = Some(Arc::new(meta));
+            }
             if dialect == Dialect::Kubernetes {
                 if let Some(pod) = pod_settings(&keys, around.pod.as_deref()) {
                     around.pod = Some(Arc::new(pod));
@@ -243,21 +256,46 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
                 let inside_a_pod = || around.env.iter().any(|(name, _)| INDEX_VARS.contains(&name.as_str()));
                 match group_pods(node, &k.text, v).filter(|_| !inside_a_pod()) {
                     Some(pods) => {
-                        for rank in pods.ranks {
-                            let env_len = around.env.len();
-                            around.env.push((pods.vars.0.to_owned(), pods.size.to_string()));
-                            around.env.push((pods.vars.1.to_owned(), rank.to_string()));
-                            // The leader's address tells the groups of two LeaderWorkerSets apart;
-                            // each pod is a machine of its own, named `<name>-<group>[-<index>]`.
-                            let machine = around.machine.clone();
-                            if let (LWS_VARS, Some(lws)) = (pods.vars, &around.lws_group) {
-                                around.env.push((LWS_LEADER.to_owned(), lws.leader_address()));
-                                around.machine = Some(lws.pod(rank));
+                        // A RoleBasedGroup's leader-worker role: each of its replicas is a group
+                        // of its own, `<group>-<role>-<replica>`.
+                        let role = node.get("name").and_then(Node::str);
+                        let rbg = match (&around.rbg, role, pods.vars) {
+                            (Some((name, namespace)), Some(role), RBG_LWP_VARS) => {
+                                Some((format!("{name}-{role}"), namespace.clone()))
                             }
-                            walk(v, file, dialect, around, out, depth + 1);
-                            around.env.truncate(env_len);
-                            around.machine = machine;
+                            _ => None,
+                        };
+                        let groups = match &rbg {
+                            Some(_) => node.get("replicas").map_or(Some(1), count).unwrap_or(1),
+                            None => 1,
+                        };
+                        let groups = groups.min(MAX_LWS_PODS / pods.size.clamp(1, MAX_LWS_GROUP));
+                        let outer = around.lws_group.clone();
+                        for group in 0..groups {
+                            if let Some((name, namespace)) = &rbg {
+                                let namespace = namespace.clone();
+                                around.lws_group = Some(LwsGroup { name: name.clone(), group, namespace, rbg: true });
+                            }
+                            for rank in pods.ranks.clone() {
+                                let env_len = around.env.len();
+                                around.env.push((pods.vars.0.to_owned(), pods.size.to_string()));
+                                around.env.push((pods.vars.1.to_owned(), rank.to_string()));
+                                // The leader's address tells the groups of two sets apart; each
+                                // pod is a machine of its own, named after its set and group.
+                                let machine = around.machine.clone();
+                                let leader = if pods.vars == LWS_VARS { LWS_LEADER } else { RBG_LWP_LEADER };
+                                if let Some(lws) =
+                                    around.lws_group.as_ref().filter(|l| l.rbg == (pods.vars != LWS_VARS))
+                                {
+                                    around.env.push((leader.to_owned(), lws.leader_address()));
+                                    around.machine = Some(lws.pod(rank));
+                                }
+                                walk(v, file, dialect, around, out, depth + 1);
+                                around.env.truncate(env_len);
+                                around.machine = machine;
+                            }
                         }
+                        around.lws_group = outer;
                     }
                     None => walk(v, file, dialect, around, out, depth + 1),
                 }
@@ -288,11 +326,12 @@ const LWS_VARS: (&str, &str) = ("LWS_GROUP_SIZE", "LWS_WORKER_INDEX");
 const RBG_LWP_VARS: (&str, &str) = ("RBG_LWP_GROUP_SIZE", "RBG_LWP_WORKER_INDEX");
 const INDEX_VARS: [&str; 2] = [LWS_VARS.1, RBG_LWP_VARS.1];
 const LWS_LEADER: &str = "LWS_LEADER_ADDRESS";
+const RBG_LWP_LEADER: &str = "RBG_LWP_LEADER_ADDRESS";
 /// The label LeaderWorkerSet gives each pod with its set's name.
 const LWS_NAME_LABEL: &str = "leaderworkerset.sigs.k8s.io/name";
 /// The variables a leader-worker controller gives each pod, which the linter sets as it reads
 /// the pods: the pods' environment, but not the deployment's.
-pub const POD_VARS: [&str; 5] = [LWS_VARS.0, LWS_VARS.1, LWS_LEADER, RBG_LWP_VARS.0, RBG_LWP_VARS.1];
+pub const POD_VARS: [&str; 6] = [LWS_VARS.0, LWS_VARS.1, LWS_LEADER, RBG_LWP_VARS.0, RBG_LWP_VARS.1, RBG_LWP_LEADER];
 
 /// The pods that one template of a leader-worker group starts.
 struct Pods {
@@ -509,14 +548,21 @@ fn container(keys: &Keys, file: usize, dialect: Dialect, around: &mut Surroundin
         Dialect::Compose => None,
     };
     let outer_settings = std::mem::replace(&mut around.kubernetes, settings);
-    // A LeaderWorkerSet labels each pod with its set and its index in the group.
-    let rank = around.env.iter().rev().find(|(k, _)| k == LWS_VARS.1).map(|(_, v)| v.clone());
+    // A LeaderWorkerSet labels each pod with its set and its index in the group; a
+    // RoleBasedGroup with its index.
     let outer_meta = around.meta.clone();
-    if let (Some(lws), Some(rank)) = (&around.lws_group, rank) {
-        let mut meta = around.meta.as_deref().cloned().unwrap_or_default();
-        meta.labels.push((LWS_NAME_LABEL.to_owned(), lws.name.clone()));
-        meta.labels.push((crate::render::WORKER_INDEX_LABEL.to_owned(), rank));
-        around.meta = Some(Arc::new(meta));
+    if let Some(lws) = &around.lws_group {
+        let index = if lws.rbg { RBG_LWP_VARS.1 } else { LWS_VARS.1 };
+        if let Some(rank) = around.env.iter().rev().find(|(k, _)| k == index).map(|(_, v)| v.clone()) {
+            let mut meta = around.meta.as_deref().cloned().unwrap_or_default();
+            if lws.rbg {
+                meta.labels.push((crate::render::RBG_INDEX_LABEL.to_owned(), rank));
+            } else {
+                meta.labels.push((LWS_NAME_LABEL.to_owned(), lws.name.clone()));
+                meta.labels.push((crate::render::WORKER_INDEX_LABEL.to_owned(), rank));
+            }
+            around.meta = Some(Arc::new(meta));
+        }
     }
     // The container's named ports, which a Service's `targetPort` may name.
     let named: Vec<(String, u16)> = keys

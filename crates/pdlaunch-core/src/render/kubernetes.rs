@@ -36,7 +36,6 @@ pub(crate) fn refusal(d: &Deployment) -> Option<RenderError> {
     layout(d, Engine::Lws).err()
 }
 
-
 fn leader_worker_set(y: &mut Yaml, d: &Deployment, layout: &Layout, k: usize) {
     let set = &layout.sets[k];
     let nnodes = layout.plan.servers[layout.templates[k].server].nnodes;
@@ -115,65 +114,18 @@ fn manifest(d: &Deployment, layout: &Layout) -> RenderedFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::cluster::MODEL_CACHE_MOUNT;
-    use crate::render::pods::router_argv;
-    use crate::render::BOOTSTRAP_ANNOTATION;
     use crate::examples::{example, EXAMPLES};
     use crate::lint::{lint, Input, Options};
-    use crate::rules::Severity;
-
-    /// A process as it starts: its entry (`python3 -m module`), arguments and environment.
-    type Started = (String, Vec<String>, Vec<(String, String)>);
+    use crate::render::cluster::MODEL_CACHE_MOUNT;
+    use crate::render::pods::testing::{documents, placed_on, read_back, Started};
+    use crate::render::BOOTSTRAP_ANNOTATION;
 
     fn rendered(d: &Deployment) -> String {
         render_kubernetes(d).unwrap_or_else(|e| panic!("{}: {e}", d.name)).contents
     }
 
-    fn documents(text: &str) -> Vec<serde_yaml::Value> {
-        use serde::Deserialize;
-        serde_yaml::Deserializer::from_str(text).map(|doc| serde_yaml::Value::deserialize(doc).unwrap()).collect()
-    }
-
-    /// What the pods run, read back by the linter (which sets each pod's LeaderWorkerSet
-    /// variables as the controller does): each process's argv and environment, in order.
-    fn read_back(text: &str) -> Vec<Started> {
-        let linted = lint(&[Input::new("k8s.yaml", text)], &Options::default());
-        let errors: Vec<_> = linted.findings.iter().filter(|f| f.finding.severity == Severity::Error).collect();
-        assert!(errors.is_empty(), "{errors:#?}");
-        linted
-            .launches
-            .iter()
-            .map(|l| {
-                let env = l.env.iter().filter(|(k, _)| !crate::lint::manifest::POD_VARS.contains(&k.as_str()));
-                (l.entry.clone(), l.args.iter().map(|w| w.text.clone()).collect(), env.cloned().collect())
-            })
-            .collect()
-    }
-
-    /// What the plan of the deployment placed on the pods says each process runs, with the
-    /// leader's address as LeaderWorkerSet gives it (`<pod>.<set>.<namespace>` in a namespace).
     fn placed(d: &Deployment) -> Vec<Started> {
-        let layout = layout(d, Engine::Lws).unwrap();
-        let p = &layout.plan;
-        let env = |e: &std::collections::BTreeMap<String, String>| e.clone().into_iter().collect();
-        let leader = |w: &String| match (&d.kubernetes.namespace, w.rsplit_once(':')) {
-            (Some(ns), Some((host, port))) if host.contains('.') => format!("{host}.{ns}:{port}"),
-            _ => w.clone(),
-        };
-        let mut out: Vec<_> = p
-            .servers
-            .iter()
-            .map(|s| {
-                let mut argv = p.server_argv(s);
-                if let Some(k) = argv.iter().position(|w| w == "--dist-init-addr") {
-                    argv[k + 1] = leader(&argv[k + 1]);
-                }
-                (argv[..3].join(" "), argv[3..].to_vec(), env(&s.env))
-            })
-            .collect();
-        let router = router_argv(d, &layout);
-        out.push((router[..3].join(" "), router[3..].to_vec(), env(&p.router.env)));
-        out
+        placed_on(d, Engine::Lws)
     }
 
     #[test]

@@ -19,8 +19,8 @@ pub(crate) use kubernetes::{refusal as kubernetes_refusal, EXCLUSIVE_TOPOLOGY};
 pub(crate) use pods::{
     default_image, default_router_image, BOOTSTRAP_ANNOTATION, INSTANCE_LABEL, RBG_INDEX_LABEL, WORKER_INDEX_LABEL,
 };
-pub use rbg::render_rbg;
 pub(crate) use rbg::refusal as rbg_refusal;
+pub use rbg::render_rbg;
 pub use shell::{quote, render_shell};
 
 use crate::deployment::Deployment;

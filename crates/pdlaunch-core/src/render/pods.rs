@@ -117,7 +117,6 @@ enum Differs {
     Nodes(RenderError),
 }
 
-
 /// One set per side, or per instance of a side whose instances start differently.
 pub(super) fn layout(d: &Deployment, engine: Engine) -> Result<Layout, RenderError> {
     check_name(&d.name)?;
@@ -745,3 +744,61 @@ fn discovery_access(y: &mut Yaml, d: &Deployment, name: &str) {
     y.pair(2, "namespace", d.kubernetes.namespace.as_deref().unwrap_or_default());
 }
 
+/// What the tests of the formats on pods share.
+#[cfg(test)]
+pub(super) mod testing {
+    use super::{layout, router_argv, Engine};
+    use crate::deployment::Deployment;
+    use crate::lint::{lint, Input, Options};
+    use crate::rules::Severity;
+
+    /// A process as it starts: its entry (`python3 -m module`), arguments and environment.
+    pub type Started = (String, Vec<String>, Vec<(String, String)>);
+
+    pub fn documents(text: &str) -> Vec<serde_yaml::Value> {
+        use serde::Deserialize;
+        serde_yaml::Deserializer::from_str(text).map(|doc| serde_yaml::Value::deserialize(doc).unwrap()).collect()
+    }
+
+    /// What the pods run, read back by the linter (which sets each pod's LeaderWorkerSet
+    /// variables as the controller does): each process's argv and environment, in order.
+    pub fn read_back(text: &str) -> Vec<Started> {
+        let linted = lint(&[Input::new("k8s.yaml", text)], &Options::default());
+        let errors: Vec<_> = linted.findings.iter().filter(|f| f.finding.severity == Severity::Error).collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+        linted
+            .launches
+            .iter()
+            .map(|l| {
+                let env = l.env.iter().filter(|(k, _)| !crate::lint::manifest::POD_VARS.contains(&k.as_str()));
+                (l.entry.clone(), l.args.iter().map(|w| w.text.clone()).collect(), env.cloned().collect())
+            })
+            .collect()
+    }
+
+    /// What the plan of the deployment placed on the pods says each process runs, with the
+    /// leader's address as the controller gives it (`<pod>.<service>.<namespace>` in a namespace).
+    pub fn placed_on(d: &Deployment, engine: Engine) -> Vec<Started> {
+        let layout = layout(d, engine).unwrap();
+        let p = &layout.plan;
+        let env = |e: &std::collections::BTreeMap<String, String>| e.clone().into_iter().collect();
+        let leader = |w: &String| match (&d.kubernetes.namespace, w.rsplit_once(':')) {
+            (Some(ns), Some((host, port))) if host.contains('.') => format!("{host}.{ns}:{port}"),
+            _ => w.clone(),
+        };
+        let mut out: Vec<_> = p
+            .servers
+            .iter()
+            .map(|s| {
+                let mut argv = p.server_argv(s);
+                if let Some(k) = argv.iter().position(|w| w == "--dist-init-addr") {
+                    argv[k + 1] = leader(&argv[k + 1]);
+                }
+                (argv[..3].join(" "), argv[3..].to_vec(), env(&s.env))
+            })
+            .collect();
+        let router = router_argv(d, &layout);
+        out.push((router[..3].join(" "), router[3..].to_vec(), env(&p.router.env)));
+        out
+    }
+}

@@ -97,15 +97,109 @@ fn manifest(d: &Deployment, layout: &Layout) -> RenderedFile {
 mod tests {
     use super::*;
     use crate::examples::{example, EXAMPLES};
+    use crate::lint::{lint, Input, Options};
+    use crate::render::pods::testing::{documents, placed_on, read_back};
 
     fn rendered(d: &Deployment) -> String {
         render_rbg(d).unwrap_or_else(|e| panic!("{}: {e}", d.name)).contents
     }
 
+    /// Deployments that exercise every setting the format writes: the examples, a side whose
+    /// instances start differently, local paths and a host-path cache, every cluster setting,
+    /// and routers that discover their servers.
+    pub(crate) fn deployments() -> Vec<Deployment> {
+        let mut all: Vec<Deployment> = EXAMPLES.iter().map(|e| example(e.name).unwrap()).collect();
+        let mut own = example("qwen3-2p1d-nixl").unwrap();
+        own.prefill.instances[1].port = Some(31000);
+        own.launcher.image = Some("registry.local/sglang:v0.5.23-custom".into());
+        own.router.image = Some("registry.local/router:1".into());
+        let mut local = example("deepseek-v3-dp-deepep").unwrap();
+        local.model.path = "/models/deepseek-v3".into();
+        local.kubernetes.model_cache = Some("/data/hf".into());
+        let mut cluster = example("llama-1p1d").unwrap();
+        let k = &mut cluster.kubernetes;
+        k.namespace = Some("llm".into());
+        k.node_selector.insert("pool".into(), "".into());
+        k.decode.node_selector.insert("nvidia.com/gpu.product".into(), "NVIDIA-H100-80GB-HBM3".into());
+        k.tolerations = vec!["dedicated=llm".into(), "nvidia.com/gpu:NoSchedule".into()];
+        k.prefill.tolerations = vec!["h200:NoExecute".into()];
+        k.secret_env.insert("HF_TOKEN".into(), "hf-token/token".into());
+        k.model_cache = Some("hf-cache".into());
+        k.image_pull_secrets = vec!["regcred".into()];
+        k.router_replicas = 2;
+        k.labels.insert("kueue.x-k8s.io/queue-name".into(), "gpu-queue".into());
+        k.pod_annotations.insert("prometheus.io/scrape".into(), "true".into());
+        let mut discovered = example("qwen3-2p1d-nixl").unwrap();
+        discovered.kubernetes.namespace = Some("llm".into());
+        discovered.kubernetes.service_discovery = true;
+        all.extend([own, local, cluster, discovered]);
+        all
+    }
+
     #[test]
-    fn show() {
-        for e in EXAMPLES {
-            eprintln!("{}", rendered(&example(e.name).unwrap()));
+    fn every_pod_runs_what_the_plan_says() {
+        for d in deployments() {
+            let text = rendered(&d);
+            assert_eq!(read_back(&text), placed_on(&d, Engine::Rbg), "{}", d.name);
+            let docs = documents(&text);
+            let kinds: Vec<&str> = docs.iter().map(|doc| doc["kind"].as_str().unwrap()).collect();
+            let mut want = vec!["RoleBasedGroup", "Service"];
+            if d.kubernetes.service_discovery {
+                want.extend(["ServiceAccount", "Role", "RoleBinding"]);
+            }
+            assert_eq!(kinds, want, "{}", d.name);
         }
+    }
+
+    /// The group's roles: one per set, then the router, which depends on every one of them.
+    #[test]
+    fn the_router_role_starts_after_the_server_roles() {
+        let mut d = example("qwen3-2p1d-nixl").unwrap();
+        d.prefill.instances[1].port = Some(31000);
+        let docs = documents(&rendered(&d));
+        let roles = docs[0]["spec"]["roles"].as_sequence().unwrap();
+        let names: Vec<&str> = roles.iter().map(|r| r["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["prefill-0", "prefill-1", "decode", "router"]);
+        let deps: Vec<&str> =
+            roles[3]["dependencies"].as_sequence().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
+        assert_eq!(deps, ["prefill-0", "prefill-1", "decode"]);
+        let text = rendered(&d);
+        assert!(text.contains("http://qwen3-2p1d-nixl-prefill-1-0-0.s-qwen3-2p1d-nixl-prefill-1:31000"), "{text}");
+        // A multi-node role's one template probes no port (the workers serve none).
+        let d = example("deepseek-v3-dp-deepep").unwrap();
+        let docs = documents(&rendered(&d));
+        let prefill = &docs[0]["spec"]["roles"][0]["leaderWorkerPattern"];
+        assert_eq!(prefill["size"], 2);
+        let container = &prefill["template"]["spec"]["containers"][0];
+        assert!(container.get("readinessProbe").is_none() && container.get("ports").is_some());
+    }
+
+    /// The format is a fixed point of linting: the deployment the linter reconstructs from the
+    /// group renders the very same text.
+    #[test]
+    fn the_reconstructed_deployment_renders_the_same_group() {
+        for d in deployments() {
+            let text = rendered(&d);
+            let linted = lint(&[Input::new("rbg.yaml", text.as_str())], &Options::default());
+            let back = crate::lint::reconstruct::deployment(&linted, 0).unwrap().deployment;
+            assert_eq!(back.kubernetes, d.kubernetes, "{}", d.name);
+            assert_eq!(rendered(&back), text, "{}", d.name);
+        }
+    }
+
+    #[test]
+    fn what_a_group_cannot_say_is_refused_at_its_field() {
+        let mut d = example("llama-1p1d").unwrap();
+        d.kubernetes.exclusive_topology = Some("kubernetes.io/hostname".into());
+        let err = render_rbg(&d).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("kubernetes.exclusive_topology"), "{err}");
+        let mut d = example("llama-1p1d").unwrap();
+        d.name = "a".repeat(52);
+        let err = render_rbg(&d).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("name"), "{err}");
+        assert!(err.message.contains("over the 63"), "{err}");
+        // `<name>-prefill-0-0`, the longest pod name, is then 63 characters long.
+        d.name = "a".repeat(51);
+        assert!(render_rbg(&d).is_ok());
     }
 }

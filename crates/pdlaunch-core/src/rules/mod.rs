@@ -81,6 +81,7 @@ rules! {
     pd049_service_discovery_misses,
     pd050_kubernetes_refused,
     pd051_prefill_pods_behind_one_address,
+    pd052_rbg_refused,
 }
 
 /// The rule with this code (case-insensitive), or with this name.

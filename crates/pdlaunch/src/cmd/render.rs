@@ -12,8 +12,9 @@ use crate::style::Style;
 pub struct Args {
     /// Deployment file (YAML or JSON), or `-` for stdin.
     pub file: String,
-    /// Output format: shell, json, sglang-config or kubernetes.
-    #[arg(short, long, default_value = "shell", value_parser = ["shell", "json", "sglang-config", "kubernetes"])]
+    /// Output format: shell, json, sglang-config, kubernetes (LeaderWorkerSets) or rbg (a
+    /// RoleBasedGroup).
+    #[arg(short, long, default_value = "shell", value_parser = ["shell", "json", "sglang-config", "kubernetes", "rbg"])]
     pub format: String,
     /// Write one file per process into this directory instead of printing.
     #[arg(short, long)]
