@@ -9,9 +9,9 @@
 //! `extra_args` of unmodelled options without repeats, no decode KV offload (it renders no flag
 //! of its own without HiCache), no KV canaries, no `bind_host`, `gpu` or per-node GPU counts.
 //!
-//! `kubernetes_manifests_are_a_fixed_point`: for any deployment and cluster settings the
-//! `kubernetes` format renders, the deployment reconstructed from the manifests renders the
-//! same manifests.
+//! `kubernetes_manifests_are_a_fixed_point`, `rbg_groups_are_a_fixed_point`: for any deployment
+//! and cluster settings the `kubernetes` (`rbg`) format renders, the deployment reconstructed
+//! from the manifests (the RoleBasedGroup) renders the same text.
 //!
 //! The fuzz tests feed each reader arbitrary text and near-valid mutations of the fixtures, and
 //! print how many inputs each tried; a panic fails them.
@@ -375,14 +375,32 @@ fn cluster() -> impl Strategy<Value = Kubernetes> {
 /// linter reconstructs from the manifests renders the very same manifests.
 #[test]
 fn kubernetes_manifests_are_a_fixed_point() {
+    manifests_are_a_fixed_point(crate::render::Format::Kubernetes);
+}
+
+/// The same of the `rbg` format's RoleBasedGroup.
+#[test]
+fn rbg_groups_are_a_fixed_point() {
+    manifests_are_a_fixed_point(crate::render::Format::Rbg);
+}
+
+/// For any deployment and cluster settings `format` renders (as one file), the deployment the
+/// linter reconstructs from that file renders the very same file.
+fn manifests_are_a_fixed_point(format: crate::render::Format) {
     let n = cases(150);
     let mut runner = TestRunner::new(Config { cases: n, failure_persistence: None, ..Config::default() });
     let rendered = std::cell::Cell::new(0);
+    let render = |d: &Deployment| match crate::render::render(d, format) {
+        Ok(mut files) if files.len() == 1 => Ok(files.remove(0)),
+        Ok(_) => panic!("{} renders one file", format.as_str()),
+        Err(e) => Err(e),
+    };
     runner
         .run(&(deployment(), cluster()), |(mut d, k)| {
             d.kubernetes = k;
             // What the format refuses for reasons of its own (tested apart): nodes of an instance
-            // that start differently, and instance ports of their own with discovery.
+            // that start differently, and instance ports of their own with discovery; a
+            // RoleBasedGroup has no exclusive topology per group.
             let discovery = d.kubernetes.service_discovery;
             for role in Role::BOTH {
                 for inst in &mut d.side_mut(role).instances {
@@ -395,12 +413,15 @@ fn kubernetes_manifests_are_a_fixed_point() {
                     }
                 }
             }
-            let Ok(file) = crate::render::render_kubernetes(&d) else { return Ok(()) };
+            if format == crate::render::Format::Rbg {
+                d.kubernetes.exclusive_topology = None;
+            }
+            let Ok(file) = render(&d) else { return Ok(()) };
             rendered.set(rendered.get() + 1);
             let linted = lint(&[Input::new("k8s.yaml", file.contents.as_str())], &Options::default());
             prop_assert_eq!(linted.groups.len(), 1);
             let back = reconstruct::deployment(&linted, 0).map_err(TestCaseError::fail)?.deployment;
-            let again = crate::render::render_kubernetes(&back).map_err(|e| TestCaseError::fail(e.message))?;
+            let again = render(&back).map_err(|e| TestCaseError::fail(e.message))?;
             // The first line that differs, and the two sections, say more than the whole texts.
             let first = again.contents.lines().zip(file.contents.lines()).position(|(a, b)| a != b);
             prop_assert!(
@@ -416,7 +437,8 @@ fn kubernetes_manifests_are_a_fixed_point() {
         })
         .unwrap();
     eprintln!(
-        "kubernetes fixed point: {} of {n} generated deployments rendered and came back the same",
+        "{} fixed point: {} of {n} generated deployments rendered and came back the same",
+        format.as_str(),
         rendered.get()
     );
 }
