@@ -360,3 +360,38 @@ fn cli_to_deployment_never_overwrites() {
     assert_eq!(o.status.code(), Some(2), "{}", out(&o));
     assert!(out(&o).contains("never overwritten"), "{}", out(&o));
 }
+
+/// The formats that run the servers on an engine's pods.
+const ENGINES: &[&str] = &["kubernetes", "rbg"];
+
+/// For every example and engine format: `lint` of the rendered file finds no error, and
+/// `lint --to-deployment` of it gives a deployment that renders the same text again.
+#[test]
+fn every_example_on_every_engine_lints_clean_and_comes_back() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut files: Vec<_> = std::fs::read_dir(&examples).unwrap().map(|e| e.unwrap().path()).collect();
+    files.retain(|p| p.extension().is_some_and(|e| e == "yaml"));
+    files.sort();
+    assert!(files.len() >= 4);
+    for file in &files {
+        for format in ENGINES {
+            let tmp = tempfile::tempdir().unwrap();
+            let example = file.to_str().unwrap();
+            let o = pdl(&["render", "--format", format, example], tmp.path());
+            assert_eq!(o.status.code(), Some(0), "{example} {format}: {}", out(&o));
+            let text = String::from_utf8(o.stdout).unwrap();
+            std::fs::write(tmp.path().join("out.yaml"), &text).unwrap();
+            let o = pdl(&["lint", "out.yaml"], tmp.path());
+            assert_eq!(o.status.code(), Some(0), "{example} {format}: {}", out(&o));
+            assert!(out(&o).contains(" 0 error(s), 0 warning(s)"), "{example} {format}: {}", out(&o));
+            let o = pdl(&["lint", "out.yaml", "--to-deployment", "dep.yaml"], tmp.path());
+            assert_eq!(o.status.code(), Some(0), "{example} {format}: {}", out(&o));
+            let o = pdl(&["render", "--format", format, "dep.yaml"], tmp.path());
+            assert_eq!(o.status.code(), Some(0), "{example} {format}: {}", out(&o));
+            assert!(
+                String::from_utf8(o.stdout).unwrap() == text,
+                "{example} {format}: rendered again, the text differs"
+            );
+        }
+    }
+}
