@@ -690,9 +690,14 @@ pub fn gpu_in_text(text: &str) -> Option<Gpu> {
 }
 
 /// The SGLang version a container image of SGLang names (`lmsysorg/sglang:v0.5.6.post2-cu126`).
-/// Other images that hold SGLang (Dynamo's `sglang-runtime:0.6.0`) carry their own versions.
+/// Dynamo's SGLang runtime (`ai-dynamo/sglang-runtime:1.1.1`) is tagged with its own release,
+/// read through [`crate::release::DYNAMO_RELEASES`].
 pub fn version_in_image(image: &str) -> Option<&str> {
     let (repo, tag) = image.rsplit_once(':')?;
+    // Dynamo's SGLang runtime is tagged with Dynamo's release, which ships one SGLang's.
+    if repo.ends_with("ai-dynamo/sglang-runtime") {
+        return crate::release::Release::in_dynamo(tag.split('-').next().unwrap_or(tag));
+    }
     if !repo.rsplit('/').next().is_some_and(|name| name.eq_ignore_ascii_case("sglang")) {
         return None;
     }

@@ -505,64 +505,44 @@ fn local_paths(d: &Deployment) -> Vec<&str> {
     paths
 }
 
-/// A pod template of a set (`indent` is that of its `metadata`); the leader serves the ports.
-/// `leader` is `None` for a template every pod of a group shares: it declares the leader's
-/// ports, but probes none (the workers serve none of them).
-pub(super) fn pod(y: &mut Yaml, indent: usize, d: &Deployment, layout: &Layout, k: usize, leader: Option<bool>) {
-    let (set, t) = (&layout.sets[k], &layout.templates[k]);
-    let (p, argv) = (&layout.plan.servers[t.server], &t.argv);
-    let side = d.side(set.role);
-    let rdma = side.instances[set.instances[0]].nodes.iter().any(|n| n.ib_device.is_some());
-    // The port a flag's value ends with (`30000`, `host:5000`).
-    let port = |flag: &'static Flag| {
-        let value = p.args.iter().find(|a| is(a.flag, flag)).and_then(|a| a.tokens.get(1))?;
-        value.rsplit(':').next()?.parse::<u16>().ok()
-    };
-    // Declared so that the scheduler keeps two pods that bind one port (on the host network) off
-    // the same node: the leader's HTTP, bootstrap and rendezvous ports (the first of its block).
-    let mut ports: Vec<(&str, u16)> = Vec::new();
-    if leader != Some(false) {
-        ports.extend(port(&flags::PORT).map(|port| ("http", port)));
-        if set.role == Role::Prefill {
-            ports.extend(port(&flags::BOOTSTRAP_PORT).map(|port| ("bootstrap", port)));
-        }
-        ports.extend(port(&flags::DIST_INIT_ADDR).map(|port| ("rendezvous", port)));
-    }
-    let cluster = &layout.cluster;
+/// A volume of a server pod: its name, where it is mounted, its source (none for shared
+/// memory) and whether it is read-only.
+pub(super) type PodVolume<'a> = (String, &'a str, Option<Volume>, bool);
+
+/// Whether the pods of set `k` use RDMA (a node names an `ib_device`).
+pub(super) fn rdma(d: &Deployment, layout: &Layout, k: usize) -> bool {
+    let set = &layout.sets[k];
+    d.side(set.role).instances[set.instances[0]].nodes.iter().any(|n| n.ib_device.is_some())
+}
+
+/// The volumes of the server pods of set `k`: shared memory (when `shm`), the local paths the
+/// servers read, the model cache and the InfiniBand devices.
+pub(super) fn pod_volumes<'a>(d: &'a Deployment, layout: &Layout, k: usize, shm: bool) -> Vec<PodVolume<'a>> {
     let host = |path: &str| Some(Volume::Host(path.to_owned()));
-    // (name, mount path, source or none for shared memory, read-only)
-    let mut volumes: Vec<(String, &str, Option<Volume>, bool)> = vec![("dshm".into(), "/dev/shm", None, false)];
+    let mut volumes: Vec<PodVolume> = Vec::new();
+    if shm {
+        volumes.push(("dshm".into(), "/dev/shm", None, false));
+    }
     for (k, path) in local_paths(d).into_iter().enumerate() {
         volumes.push((format!("local-{k}"), path, host(path), true));
     }
-    if let Some(cache) = &cluster.model_cache {
+    if let Some(cache) = &layout.cluster.model_cache {
         volumes.push(("model-cache".into(), MODEL_CACHE_MOUNT, Some(cache.clone()), false));
     }
-    if rdma {
+    if rdma(d, layout, k) {
         volumes.push(("infiniband".into(), "/dev/infiniband", host("/dev/infiniband"), false));
     }
+    volumes
+}
 
-    y.metadata(indent, d, None, set.role.as_str());
-    // The router's service discovery reads a prefill leader's bootstrap port here.
-    let bootstrap = match (layout.discovery, leader != Some(false), set.role) {
-        (Some(_), true, Role::Prefill) => port(&flags::BOOTSTRAP_PORT).map(|p| (BOOTSTRAP_ANNOTATION, p.to_string())),
-        _ => None,
-    };
-    let annotations = cluster.pod_annotations.iter().map(|(k, v)| (k.as_str(), v.clone()));
-    let annotations: Vec<(&str, String)> = bootstrap.into_iter().chain(annotations).collect();
-    if !annotations.is_empty() {
-        y.key(indent + 2, "annotations");
-        for (key, value) in &annotations {
-            y.pair(indent + 4, key, value);
-        }
-    }
-    y.key(indent, "spec");
-    let i = indent + 2;
-    if rdma {
+/// The head of a server pod's spec (`i` is the indent of its keys): the host network for RDMA,
+/// the side's node labels and taints, and the pull secrets.
+pub(super) fn pod_placement(y: &mut Yaml, i: usize, d: &Deployment, layout: &Layout, k: usize) {
+    if rdma(d, layout, k) {
         y.plain(i, "hostNetwork", true);
         y.pair(i, "dnsPolicy", "ClusterFirstWithHostNet");
     }
-    let placement = &cluster.placement[set.role as usize];
+    let placement = &layout.cluster.placement[layout.sets[k].role as usize];
     if !placement.node_selector.is_empty() {
         y.key(i, "nodeSelector");
         for (key, value) in &placement.node_selector {
@@ -585,21 +565,11 @@ pub(super) fn pod(y: &mut Yaml, indent: usize, d: &Deployment, layout: &Layout, 
             }
         }
     }
-    y.pull_secrets(i, &cluster.image_pull_secrets);
-    y.key(i, "containers");
-    y.first(i, "name", set.role.as_str());
-    let c = i + 2;
-    y.pair(c, "image", &layout.image);
-    y.key(c, "command");
-    for word in argv {
-        y.item(c, word);
-    }
-    y.env(c, &p.env, &cluster.secret_env);
-    y.ports(c, &ports, leader.is_some());
-    y.key(c, "resources");
-    y.key(c + 2, "limits");
-    let gpu = if side.gpu.is_some_and(|g| g.is_hip()) { "amd.com/gpu" } else { "nvidia.com/gpu" };
-    y.plain(c + 4, gpu, p.gpus.1);
+    y.pull_secrets(i, &layout.cluster.image_pull_secrets);
+}
+
+/// A server container's privileges and mounts (`c` is the indent of its keys).
+pub(super) fn container_mounts(y: &mut Yaml, c: usize, rdma: bool, volumes: &[PodVolume]) {
     // Registering memory for RDMA pins it; the host's devices need a privileged pod.
     y.key(c, "securityContext");
     if rdma {
@@ -608,16 +578,26 @@ pub(super) fn pod(y: &mut Yaml, indent: usize, d: &Deployment, layout: &Layout, 
     y.key(c + 2, "capabilities");
     y.key(c + 4, "add");
     y.item(c + 4, "IPC_LOCK");
+    if volumes.is_empty() {
+        return;
+    }
     y.key(c, "volumeMounts");
-    for (name, mount, _, read_only) in &volumes {
+    for (name, mount, _, read_only) in volumes {
         y.first(c, "name", name);
         y.pair(c + 2, "mountPath", mount);
         if *read_only {
             y.plain(c + 2, "readOnly", true);
         }
     }
+}
+
+/// A pod's `volumes` (`i` is the indent of the pod spec's keys; left out when none).
+pub(super) fn volume_sources(y: &mut Yaml, i: usize, volumes: &[PodVolume]) {
+    if volumes.is_empty() {
+        return;
+    }
     y.key(i, "volumes");
-    for (name, _, source, _) in &volumes {
+    for (name, _, source, _) in volumes {
         y.first(i, "name", name);
         match source {
             None => {
@@ -634,6 +614,66 @@ pub(super) fn pod(y: &mut Yaml, indent: usize, d: &Deployment, layout: &Layout, 
             }
         }
     }
+}
+
+/// A pod template of a set (`indent` is that of its `metadata`); the leader serves the ports.
+/// `leader` is `None` for a template every pod of a group shares: it declares the leader's
+/// ports, but probes none (the workers serve none of them).
+pub(super) fn pod(y: &mut Yaml, indent: usize, d: &Deployment, layout: &Layout, k: usize, leader: Option<bool>) {
+    let (set, t) = (&layout.sets[k], &layout.templates[k]);
+    let (p, argv) = (&layout.plan.servers[t.server], &t.argv);
+    let side = d.side(set.role);
+    // The port a flag's value ends with (`30000`, `host:5000`).
+    let port = |flag: &'static Flag| {
+        let value = p.args.iter().find(|a| is(a.flag, flag)).and_then(|a| a.tokens.get(1))?;
+        value.rsplit(':').next()?.parse::<u16>().ok()
+    };
+    // Declared so that the scheduler keeps two pods that bind one port (on the host network) off
+    // the same node: the leader's HTTP, bootstrap and rendezvous ports (the first of its block).
+    let mut ports: Vec<(&str, u16)> = Vec::new();
+    if leader != Some(false) {
+        ports.extend(port(&flags::PORT).map(|port| ("http", port)));
+        if set.role == Role::Prefill {
+            ports.extend(port(&flags::BOOTSTRAP_PORT).map(|port| ("bootstrap", port)));
+        }
+        ports.extend(port(&flags::DIST_INIT_ADDR).map(|port| ("rendezvous", port)));
+    }
+    let cluster = &layout.cluster;
+    let volumes = pod_volumes(d, layout, k, true);
+
+    y.metadata(indent, d, None, set.role.as_str());
+    // The router's service discovery reads a prefill leader's bootstrap port here.
+    let bootstrap = match (layout.discovery, leader != Some(false), set.role) {
+        (Some(_), true, Role::Prefill) => port(&flags::BOOTSTRAP_PORT).map(|p| (BOOTSTRAP_ANNOTATION, p.to_string())),
+        _ => None,
+    };
+    let annotations = cluster.pod_annotations.iter().map(|(k, v)| (k.as_str(), v.clone()));
+    let annotations: Vec<(&str, String)> = bootstrap.into_iter().chain(annotations).collect();
+    if !annotations.is_empty() {
+        y.key(indent + 2, "annotations");
+        for (key, value) in &annotations {
+            y.pair(indent + 4, key, value);
+        }
+    }
+    y.key(indent, "spec");
+    let i = indent + 2;
+    pod_placement(y, i, d, layout, k);
+    y.key(i, "containers");
+    y.first(i, "name", set.role.as_str());
+    let c = i + 2;
+    y.pair(c, "image", &layout.image);
+    y.key(c, "command");
+    for word in argv {
+        y.item(c, word);
+    }
+    y.env(c, &p.env, &cluster.secret_env);
+    y.ports(c, &ports, leader.is_some());
+    y.key(c, "resources");
+    y.key(c + 2, "limits");
+    let gpu = if side.gpu.is_some_and(|g| g.is_hip()) { "amd.com/gpu" } else { "nvidia.com/gpu" };
+    y.plain(c + 4, gpu, p.gpus.1);
+    container_mounts(y, c, rdma(d, layout, k), &volumes);
+    volume_sources(y, i, &volumes);
 }
 
 /// The router's argv: the plan's, or with service discovery the plan's without its lists of
