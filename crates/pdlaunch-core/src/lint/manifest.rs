@@ -214,13 +214,18 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
         Node::Map(m) => {
             let saved = (around.hints.len(), around.gpu, around.pod.clone(), around.meta.clone());
             let keys = Keys::of(m);
-            // A role of a RoleBasedGroup: its replicas are its pods' (or groups') count.
-            if let (Some(_), Some(name), Some(replicas)) =
-                (&around.rbg, node.get("name").and_then(Node::str), node.get("replicas").and_then(count))
-            {
+            // A role of a RoleBasedGroup, or a service of a DynamoGraphDeployment: its replicas are
+            // its pods' (or groups') count.
+            let replicas = node.get("replicas").and_then(count);
+            let owner = match (&around.rbg, node.get("name").and_then(Node::str), node.get("componentType")) {
+                (Some(_), Some(name), _) => Some(Some(name)),
+                (None, _, Some(_)) => Some(None),
+                _ => None,
+            };
+            if let (Some(owner), Some(replicas)) = (owner, replicas) {
                 let mut meta = around.meta.as_deref().cloned().unwrap_or_default();
                 meta.replicas = Some(replicas);
-                meta.owner = Some(name.to_owned());
+                meta.owner = owner.map(str::to_owned);
                 around.meta = Some(Arc::new(meta));
             }
             if dialect == Dialect::Kubernetes {

@@ -1,11 +1,13 @@
 //! Output formats, all views of one [`Plan`]: `shell` (one bash script per process), `json` (argv
 //! and environment per process, for other tools), `sglang-config` (one SGLang `--config` YAML
 //! per role plus the short command lines that load it), `kubernetes` (LeaderWorkerSets and the
-//! router, from the plan of the deployment placed on pods) and `rbg` (one RoleBasedGroup of the
-//! same pods). `pods` holds what the formats on pods share.
+//! router, from the plan of the deployment placed on pods), `rbg` (one RoleBasedGroup of the
+//! same pods) and `dynamo` (one DynamoGraphDeployment of Dynamo's SGLang workers). `pods` holds
+//! what the formats on pods share.
 
 pub(crate) mod cluster;
 mod config;
+mod dynamo;
 mod json;
 mod kubernetes;
 mod pods;
@@ -13,6 +15,8 @@ mod rbg;
 mod shell;
 
 pub use config::render_config;
+pub use dynamo::render_dynamo;
+pub(crate) use dynamo::{refusal as dynamo_refusal, runtime_image as dynamo_runtime_image};
 pub use json::render_json;
 pub use kubernetes::render_kubernetes;
 pub(crate) use kubernetes::{refusal as kubernetes_refusal, EXCLUSIVE_TOPOLOGY};
@@ -52,11 +56,15 @@ pub enum Format {
     /// One RoleBasedGroup (SGLang's RBG controller): a leader-worker role per side (or per
     /// instance) and a router role that starts after them, and the router's Service.
     Rbg,
+    /// One DynamoGraphDeployment (NVIDIA Dynamo's operator): Dynamo's Frontend and a
+    /// `dynamo.sglang` worker service per side (or per instance).
+    Dynamo,
 }
 
 impl Format {
     /// Every format.
-    pub const ALL: [Format; 5] = [Format::Shell, Format::Json, Format::SglangConfig, Format::Kubernetes, Format::Rbg];
+    pub const ALL: [Format; 6] =
+        [Format::Shell, Format::Json, Format::SglangConfig, Format::Kubernetes, Format::Rbg, Format::Dynamo];
     /// The name used on the command line.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -65,6 +73,7 @@ impl Format {
             Format::SglangConfig => "sglang-config",
             Format::Kubernetes => "kubernetes",
             Format::Rbg => "rbg",
+            Format::Dynamo => "dynamo",
         }
     }
     /// Why this format cannot target `release`, if it cannot.
@@ -123,6 +132,7 @@ pub fn render(d: &Deployment, format: Format) -> Result<Vec<RenderedFile>, Rende
         Format::SglangConfig => render_config(&plan(d)),
         Format::Kubernetes => vec![render_kubernetes(d)?],
         Format::Rbg => vec![render_rbg(d)?],
+        Format::Dynamo => vec![render_dynamo(d)?],
     })
 }
 

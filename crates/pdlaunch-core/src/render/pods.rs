@@ -39,6 +39,10 @@ pub(super) enum Engine {
     /// workload is a RoleInstanceSet): group `g` of role set `s` is the RoleInstance `s-g`, its
     /// pods `s-g-k` (the leader `s-g-0`), in the headless Service `s-s`.
     Rbg,
+    /// Dynamo's operator (`nvidia.com/v1alpha1`): each replica of a worker service is a pod of
+    /// its own, `<graph>-<service>-<g>` here (the operator's names are its own; no command line
+    /// carries them, as the `dynamo` format writes single-node workers only).
+    Dynamo,
 }
 
 impl Engine {
@@ -48,6 +52,7 @@ impl Engine {
             (Engine::Lws, 0) => format!("{set}-{g}.{set}"),
             (Engine::Lws, _) => format!("{set}-{g}-{k}.{set}"),
             (Engine::Rbg, _) => format!("{set}-{g}-{k}.{}", rbg_service(set)),
+            (Engine::Dynamo, _) => format!("{set}-{g}-{k}"),
         }
     }
     /// The variable holding the leader's address in a pod.
@@ -55,6 +60,7 @@ impl Engine {
         match self {
             Engine::Lws => "$(LWS_LEADER_ADDRESS)",
             Engine::Rbg => "$(RBG_LWP_LEADER_ADDRESS)",
+            Engine::Dynamo => unreachable!("the dynamo format refuses multi-node instances"),
         }
     }
     /// The variable holding a pod's index in its group (0 on the leader).
@@ -62,6 +68,7 @@ impl Engine {
         match self {
             Engine::Lws => "$(LWS_WORKER_INDEX)",
             Engine::Rbg => "$(RBG_LWP_WORKER_INDEX)",
+            Engine::Dynamo => unreachable!("the dynamo format refuses multi-node instances"),
         }
     }
     /// The label the controller gives each pod with its index in its group.
@@ -69,6 +76,7 @@ impl Engine {
         match self {
             Engine::Lws => WORKER_INDEX_LABEL,
             Engine::Rbg => RBG_INDEX_LABEL,
+            Engine::Dynamo => unreachable!("the dynamo format writes no router of SGLang's"),
         }
     }
 }
@@ -227,7 +235,7 @@ fn check_pod_names(d: &Deployment, sets: &[Set], engine: Engine) -> Result<(), R
         let groups = set.instances.len() - 1;
         let (longest, most) = match engine {
             Engine::Lws => (format!("{}-{groups}", set.name), MAX_STATEFUL_SET),
-            Engine::Rbg => {
+            Engine::Rbg | Engine::Dynamo => {
                 let nodes = set.instances.iter().map(|&i| d.side(set.role).instances[i].nodes.len()).max();
                 let pod = format!("{}-{groups}-{}", set.name, nodes.unwrap_or(1).saturating_sub(1));
                 let service = rbg_service(&set.name);
@@ -237,7 +245,7 @@ fn check_pod_names(d: &Deployment, sets: &[Set], engine: Engine) -> Result<(), R
         if longest.len() > most {
             let what = match engine {
                 Engine::Lws => "StatefulSet",
-                Engine::Rbg => "pod and Service",
+                Engine::Rbg | Engine::Dynamo => "pod and Service",
             };
             return Err(RenderError::at(
                 "name",

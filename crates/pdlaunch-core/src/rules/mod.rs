@@ -82,6 +82,7 @@ rules! {
     pd050_kubernetes_refused,
     pd051_prefill_pods_behind_one_address,
     pd052_rbg_refused,
+    pd053_dynamo_refused,
 }
 
 /// The rule with this code (case-insensitive), or with this name.

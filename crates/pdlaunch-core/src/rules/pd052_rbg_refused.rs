@@ -5,12 +5,12 @@ use crate::plan::Origin;
 
 /// Checked only for a deployment whose `kubernetes` section is set and that the `kubernetes`
 /// format renders (what it refuses, PD050 says, and the `rbg` format refuses it too): what
-/// `render --format rbg` alone would refuse is then worth knowing beside the field. A warning:
-/// the other formats still render.
+/// `render --format rbg` alone would refuse is then worth knowing beside the field. A note: the
+/// section does not say which engine runs the pods, and the other formats still render.
 pub static RULE: Rule = Rule {
     code: "PD052",
     name: "rbg-refused",
-    severity: Severity::Warning,
+    severity: Severity::Note,
     summary: "the `rbg` format cannot render this deployment",
     explanation: "A RoleBasedGroup's exclusive-topology annotation keeps roles on topology domains of their \
         own, not the groups of one role, so `kubernetes.exclusive_topology` (the LeaderWorkerSet meaning: each \

@@ -12,9 +12,9 @@ use crate::style::Style;
 pub struct Args {
     /// Deployment file (YAML or JSON), or `-` for stdin.
     pub file: String,
-    /// Output format: shell, json, sglang-config, kubernetes (LeaderWorkerSets) or rbg (a
-    /// RoleBasedGroup).
-    #[arg(short, long, default_value = "shell", value_parser = ["shell", "json", "sglang-config", "kubernetes", "rbg"])]
+    /// Output format: shell, json, sglang-config, kubernetes (LeaderWorkerSets), rbg (a
+    /// RoleBasedGroup) or dynamo (a DynamoGraphDeployment).
+    #[arg(short, long, default_value = "shell", value_parser = ["shell", "json", "sglang-config", "kubernetes", "rbg", "dynamo"])]
     pub format: String,
     /// Write one file per process into this directory instead of printing.
     #[arg(short, long)]
