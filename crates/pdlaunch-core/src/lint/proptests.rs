@@ -9,9 +9,10 @@
 //! `extra_args` of unmodelled options without repeats, no decode KV offload (it renders no flag
 //! of its own without HiCache), no KV canaries, no `bind_host`, `gpu` or per-node GPU counts.
 //!
-//! `kubernetes_manifests_are_a_fixed_point`, `rbg_groups_are_a_fixed_point`: for any deployment
-//! and cluster settings the `kubernetes` (`rbg`) format renders, the deployment reconstructed
-//! from the manifests (the RoleBasedGroup) renders the same text.
+//! `kubernetes_manifests_are_a_fixed_point`, `rbg_groups_are_a_fixed_point`,
+//! `dynamo_graphs_are_a_fixed_point`: for any deployment and cluster settings the `kubernetes`
+//! (`rbg`, `dynamo`) format renders, the deployment reconstructed from the manifests (the
+//! RoleBasedGroup, the DynamoGraphDeployment) renders the same text.
 //!
 //! The fuzz tests feed each reader arbitrary text and near-valid mutations of the fixtures, and
 //! print how many inputs each tried; a panic fails them.
@@ -384,6 +385,12 @@ fn rbg_groups_are_a_fixed_point() {
     manifests_are_a_fixed_point(crate::render::Format::Rbg);
 }
 
+/// The same of the `dynamo` format's DynamoGraphDeployment.
+#[test]
+fn dynamo_graphs_are_a_fixed_point() {
+    manifests_are_a_fixed_point(crate::render::Format::Dynamo);
+}
+
 /// For any deployment and cluster settings `format` renders (as one file), the deployment the
 /// linter reconstructs from that file renders the very same file.
 fn manifests_are_a_fixed_point(format: crate::render::Format) {
@@ -415,6 +422,21 @@ fn manifests_are_a_fixed_point(format: crate::render::Format) {
             }
             if format == crate::render::Format::Rbg {
                 d.kubernetes.exclusive_topology = None;
+            }
+            // A Dynamo graph's workers are single-node, in a Dynamo runtime built on the release
+            // (no Dynamo release ships 0.5.23 yet), behind Dynamo's own Frontend; it writes no
+            // labels or annotations yet.
+            if format == crate::render::Format::Dynamo {
+                for role in Role::BOTH {
+                    for inst in &mut d.side_mut(role).instances {
+                        inst.nodes.truncate(1);
+                    }
+                }
+                d.launcher.image = Some(format!("registry.local/sglang:v{}-dynamo", d.sglang_version));
+                let k = &mut d.kubernetes;
+                (k.service_discovery, k.router_replicas, k.exclusive_topology) = (false, 1, None);
+                k.labels.clear();
+                k.pod_annotations.clear();
             }
             let Ok(file) = render(&d) else { return Ok(()) };
             rendered.set(rendered.get() + 1);
