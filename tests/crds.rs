@@ -78,7 +78,13 @@ fn deployments() -> Vec<Deployment> {
         .collect();
     let mut old = example("qwen3-2p1d-nixl").unwrap();
     old.sglang_version = pdlaunch_core::release::Release::V0_5_3;
-    dynamo.push(old);
+    // Multi-node workers at the operator's rendezvous port, without the SGLang router's discovery.
+    let mut multinode = example("deepseek-v3-dp-deepep").unwrap();
+    multinode.sglang_version = pdlaunch_core::release::Release::V0_5_6;
+    multinode.prefill.instances[0].dist_init_port = None;
+    multinode.decode.instances[0].dist_init_port = None;
+    multinode.kubernetes.service_discovery = false;
+    dynamo.extend([old, multinode]);
     all.extend([own, cluster, discovered]);
     all.extend(dynamo);
     all
@@ -131,7 +137,8 @@ fn role_based_groups_validate_against_the_rbg_crd() {
 #[test]
 fn dynamo_graphs_validate_against_the_dynamo_crds() {
     let docs = rendered(Format::Dynamo, "DynamoGraphDeployment");
-    assert!(docs.len() >= 4, "{}", docs.len());
+    assert!(docs.len() >= 5, "{}", docs.len());
+    assert!(docs.iter().any(|(_, doc)| doc["spec"]["services"]["prefill"]["multinode"]["nodeCount"] == 2));
     for file in ["dynamographdeployment-v1alpha1-dynamo-0.6.json", "dynamographdeployment-v1alpha1-dynamo-1.5.json"] {
         let v = validator(file);
         for (name, doc) in &docs {

@@ -103,6 +103,9 @@ pub struct Surroundings {
     pub lws_group: Option<LwsGroup>,
     /// In a RoleBasedGroup: its name and `.<namespace>` (empty when it names none).
     pub rbg: Option<(String, String)>,
+    /// Words the controller adds after a container's command (Dynamo's operator's multi-node
+    /// arguments), with the span findings point at.
+    pub appended: Vec<(String, usize, usize)>,
     /// In a Kubernetes object: its namespace and the settings of the pod being read.
     pub pod: Option<Arc<Pod>>,
     /// The cluster settings of the container being read.

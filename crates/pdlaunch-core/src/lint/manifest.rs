@@ -2,6 +2,11 @@
 //! (Deployments, StatefulSets, Jobs, LeaderWorkerSets, RBG roles, OME runtimes' `runner`s, Dynamo
 //! services' `mainContainer`s), and docker-compose services' `entrypoint`/`command`. A container
 //! is any mapping with `command` or `args`; its role hints come from the names around it.
+//!
+//! The pods a controller makes are read as it makes them: each group of a LeaderWorkerSet and of
+//! a RoleBasedGroup's leader-worker role (their pod names, leader addresses, indices and index
+//! labels), the replicas of an RBG role or a Dynamo service, and each pod of a multi-node Dynamo
+//! service with the `--dist-init-addr`, `--nnodes` and `--node-rank` its operator adds.
 
 use std::sync::Arc;
 
@@ -259,6 +264,11 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
                 // Once per group: a template nested in another one's pods is read once per outer
                 // pod, not 64 times more at every level.
                 let inside_a_pod = || around.env.iter().any(|(name, _)| INDEX_VARS.contains(&name.as_str()));
+                if let Some((nodes, at)) = dynamo_nodes(v).filter(|_| !inside_a_pod()) {
+                    dynamo_groups(&k.text, v, (nodes, at), file, dialect, around, out, depth);
+                    around.hints.truncate(before);
+                    continue;
+                }
                 match group_pods(node, &k.text, v).filter(|_| !inside_a_pod()) {
                     Some(pods) => {
                         // A RoleBasedGroup's leader-worker role: each of its replicas is a group
@@ -318,6 +328,66 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
         }
         _ => {}
     }
+}
+
+/// The port Dynamo's operator gives a multi-node SGLang worker's `--dist-init-addr`.
+const DYNAMO_DIST_INIT_PORT: u16 = 29500;
+
+/// A DynamoGraphDeployment service (`componentType` beside it) of several nodes per replica
+/// (`multinode.nodeCount`): the count, and where the count is written.
+fn dynamo_nodes(service: &Node) -> Option<(u32, usize)> {
+    service.get("componentType")?;
+    let (key, count_node) = service.get("multinode")?.entry("nodeCount")?;
+    let n = count(count_node).filter(|n| *n >= 2)?;
+    Some((n.min(MAX_LWS_GROUP), key.start))
+}
+
+/// The pods of a multi-node Dynamo worker service `name`: each replica a group of `nodes` pods,
+/// `<name>-<replica>-<k>` here, to whose command the operator adds `--dist-init-addr
+/// <leader>:29500 --nnodes <nodes> --node-rank <k>` (its SGLang backend's `getMultinodeFlags`).
+#[allow(clippy::too_many_arguments)]
+fn dynamo_groups(
+    name: &str,
+    service: &Node,
+    (nodes, at): (u32, usize),
+    file: usize,
+    dialect: Dialect,
+    around: &mut Surroundings,
+    out: &mut Vec<Launch>,
+    depth: usize,
+) {
+    let replicas = service.get("replicas").map_or(Some(1), count).unwrap_or(1);
+    let groups = replicas.min(MAX_LWS_PODS / nodes);
+    let machine = around.machine.clone();
+    let appended = std::mem::take(&mut around.appended);
+    // The replicas are groups read one by one, not copies made by the reconstruction.
+    let meta = around.meta.clone();
+    if let Some(m) = around.meta.as_deref() {
+        let mut m = m.clone();
+        m.replicas = None;
+        around.meta = Some(Arc::new(m));
+    }
+    for g in 0..groups {
+        let leader = format!("{name}-{g}-0");
+        for k in 0..nodes {
+            around.machine = Some(format!("{name}-{g}-{k}"));
+            around.appended = [
+                "--dist-init-addr".to_owned(),
+                format!("{leader}:{DYNAMO_DIST_INIT_PORT}"),
+                "--nnodes".to_owned(),
+                nodes.to_string(),
+                "--node-rank".to_owned(),
+                k.to_string(),
+            ]
+            .into_iter()
+            .map(|w| (w, at, at + "nodeCount".len()))
+            .collect();
+            walk(service, file, dialect, around, out, depth + 1);
+        }
+    }
+    around.machine = machine;
+    around.appended = appended;
+    around.meta = meta;
 }
 
 /// The most pods of one LeaderWorkerSet group read (the linter makes at most this many nodes of
@@ -619,8 +689,17 @@ fn container(keys: &Keys, file: usize, dialect: Dialect, around: &mut Surroundin
         }
         _ => {}
     }
-    let words = command_words(keys, file, dialect, &around.env);
+    let mut words = command_words(keys, file, dialect, &around.env);
     if !words.is_empty() {
+        words.extend(around.appended.iter().map(|(text, start, end)| Word {
+            text: text.clone(),
+            file,
+            start: *start,
+            end: *end,
+            unknown: Vec::new(),
+            map: None,
+            embed: Embed::Generated,
+        }));
         scan_container_words(words, file, around, out);
     }
     around.env.truncate(env_len);

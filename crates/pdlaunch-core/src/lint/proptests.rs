@@ -385,7 +385,7 @@ fn rbg_groups_are_a_fixed_point() {
     manifests_are_a_fixed_point(crate::render::Format::Rbg);
 }
 
-/// The same of the `dynamo` format's DynamoGraphDeployment.
+/// The same of the `dynamo` format's DynamoGraphDeployment, multi-node workers included.
 #[test]
 fn dynamo_graphs_are_a_fixed_point() {
     manifests_are_a_fixed_point(crate::render::Format::Dynamo);
@@ -423,13 +423,13 @@ fn manifests_are_a_fixed_point(format: crate::render::Format) {
             if format == crate::render::Format::Rbg {
                 d.kubernetes.exclusive_topology = None;
             }
-            // A Dynamo graph's workers are single-node, in a Dynamo runtime built on the release
-            // (no Dynamo release ships 0.5.23 yet), behind Dynamo's own Frontend; it writes no
-            // labels or annotations yet.
+            // A Dynamo graph's multi-node workers rendezvous at the operator's port, in a Dynamo
+            // runtime built on the release (no Dynamo release ships 0.5.23 yet), behind Dynamo's
+            // own Frontend; it writes no labels or annotations yet.
             if format == crate::render::Format::Dynamo {
                 for role in Role::BOTH {
                     for inst in &mut d.side_mut(role).instances {
-                        inst.nodes.truncate(1);
+                        inst.dist_init_port = None;
                     }
                 }
                 d.launcher.image = Some(format!("registry.local/sglang:v{}-dynamo", d.sglang_version));

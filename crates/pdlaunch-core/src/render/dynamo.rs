@@ -16,9 +16,11 @@
 //! 0.6 and of Dynamo 1.5 (`tests/fixtures/crds/`). For another target release, `launcher.image`
 //! names a Dynamo SGLang runtime built on it; without one the format refuses.
 //!
-//! Refused, each at its field: multi-node instances (the operator's `multinode` adds its own
-//! `--dist-init-addr`, `--nnodes` and `--node-rank`, which pdlaunch does not write yet),
-//! `kubernetes.service_discovery` and `kubernetes.router_replicas` (SGLang router settings),
+//! A multi-node instance is a replica of a `multinode` service (`nodeCount` pods): the operator
+//! adds each pod's `--dist-init-addr <leader>:29500`, `--nnodes` and `--node-rank` itself, so the
+//! worker's arguments leave them out, and a `dist_init_port` other than 29500 is refused.
+//!
+//! Refused, each at its field: that `dist_init_port`, `kubernetes.service_discovery` and `kubernetes.router_replicas` (SGLang router settings),
 //! `kubernetes.exclusive_topology`, and `kubernetes.labels` and `pod_annotations` (not written
 //! yet: Dynamo puts pod metadata under `extraPodMetadata`).
 
@@ -28,6 +30,9 @@ use crate::deployment::{Deployment, Role};
 
 /// The API version written.
 pub(crate) const API_VERSION: &str = "nvidia.com/v1alpha1";
+
+/// The port Dynamo's operator gives a multi-node worker's `--dist-init-addr`.
+const DIST_INIT_PORT: u16 = 29500;
 
 /// Dynamo's SGLang worker module.
 const WORKER: &str = "dynamo.sglang";
@@ -82,14 +87,12 @@ pub(crate) fn runtime_image(release: crate::release::Release) -> Option<String> 
 fn dynamo_layout(d: &Deployment) -> Result<(Layout, String), RenderError> {
     for role in Role::BOTH {
         for (i, inst) in d.side(role).instances.iter().enumerate() {
-            if inst.nodes.len() > 1 {
+            if let Some(port) = inst.dist_init_port.filter(|p| *p != DIST_INIT_PORT && inst.nodes.len() > 1) {
                 return Err(RenderError::at(
-                    format!("{role}.instances[{i}].nodes"),
+                    format!("{role}.instances[{i}].dist_init_port"),
                     format_args!(
-                        "spans {} nodes; pdlaunch does not write Dynamo's multi-node workers yet (the operator's \
-                         `multinode` adds its own `--dist-init-addr`, `--nnodes` and `--node-rank`). Render \
-                         `kubernetes` or `rbg`, or give the instance one node",
-                        inst.nodes.len()
+                        "is {port}, but Dynamo's operator gives a multi-node worker's `--dist-init-addr` the port \
+                         {DIST_INIT_PORT} itself; leave it unset (or {DIST_INIT_PORT}) for the `dynamo` format"
                     ),
                 ));
             }
@@ -145,7 +148,7 @@ fn manifest(d: &Deployment, layout: &Layout, image: &str) -> RenderedFile {
     y.0.push_str(&format!(
         "# Needs NVIDIA Dynamo's operator (nvidia.com/v1alpha1{}); `kubectl apply -f` this file\n\
          # in one namespace. Dynamo's Frontend takes the requests in place of SGLang's router (the deployment's\n\
-         # `router` section does not apply); each worker replica is one pod, one instance. Pods that use RDMA\n\
+         # `router` section does not apply); each worker replica is one instance, a pod per node. Pods that use RDMA\n\
          # (`ib_device`) run on the host network. A local model path is mounted from the same path on the node.\n",
         dynamo.map(|v| format!(", Dynamo {v}")).unwrap_or_default()
     ));
@@ -168,6 +171,10 @@ fn manifest(d: &Deployment, layout: &Layout, image: &str) -> RenderedFile {
         y.pair(6, "componentType", "worker");
         y.pair(6, "subComponentType", set.role.as_str());
         y.plain(6, "replicas", set.instances.len());
+        if p.nnodes > 1 {
+            y.key(6, "multinode");
+            y.plain(8, "nodeCount", p.nnodes);
+        }
         y.key(6, "resources");
         y.key(8, "limits");
         y.pair(10, "gpu", &p.gpus.1.to_string());
@@ -204,15 +211,19 @@ mod tests {
         render_dynamo(d).unwrap_or_else(|e| panic!("{}: {e}", d.name)).contents
     }
 
-    /// The examples of one node per instance at a release a Dynamo runtime ships, and variants
-    /// with every setting the format writes.
+    /// The examples at a release a Dynamo runtime ships (multi-node instances at the operator's
+    /// rendezvous port, and without the SGLang router's discovery), and variants with every
+    /// setting the format writes.
     pub(crate) fn deployments() -> Vec<Deployment> {
         let mut all: Vec<Deployment> = Vec::new();
         for e in EXAMPLES {
             let mut d = example(e.name).unwrap();
-            if d.prefill.instances.iter().chain(&d.decode.instances).any(|i| i.nodes.len() > 1) {
-                continue;
+            for role in Role::BOTH {
+                for inst in &mut d.side_mut(role).instances {
+                    inst.dist_init_port = None;
+                }
             }
+            d.kubernetes.service_discovery = false;
             d.sglang_version = Release::V0_5_10;
             all.push(d);
         }
@@ -234,17 +245,46 @@ mod tests {
         all
     }
 
-    /// What the plan of the deployment placed on the pods says each worker service runs (the
-    /// linter reads a service's pods once), as Dynamo's worker module.
+    /// What the plan of the deployment placed on the pods says each worker service runs, as
+    /// Dynamo's worker module: a single-node service once (the linter reads its pods once), a
+    /// multi-node one per pod, with the multi-node arguments the operator adds in place of the
+    /// plan's.
     fn placed(d: &Deployment) -> Vec<Started> {
         let (layout, _) = dynamo_layout(d).unwrap();
         let p = &layout.plan;
-        let server = |t: &crate::render::pods::Template| &p.servers[t.server];
-        let started = |t| {
-            let argv = p.server_argv(server(t));
-            (format!("{} -m {WORKER}", argv[0]), argv[3..].to_vec(), server(t).env.clone().into_iter().collect())
-        };
-        layout.templates.iter().map(started).collect()
+        let mut out = Vec::new();
+        for (k, set) in layout.sets.iter().enumerate() {
+            let server = &p.servers[layout.templates[k].server];
+            let argv = p.server_argv(server);
+            let entry = format!("{} -m {WORKER}", argv[0]);
+            let env: Vec<(String, String)> = server.env.clone().into_iter().collect();
+            let mut args = argv[3..].to_vec();
+            for flag in ["--dist-init-addr", "--nnodes", "--node-rank"] {
+                if let Some(i) = args.iter().position(|w| w == flag) {
+                    args.drain(i..i + 2);
+                }
+            }
+            if server.nnodes == 1 {
+                out.push((entry, args, env));
+                continue;
+            }
+            let service = service_name(d, &set.name);
+            for g in 0..set.instances.len() {
+                for rank in 0..server.nnodes {
+                    let mut args = args.clone();
+                    args.extend([
+                        "--dist-init-addr".to_owned(),
+                        format!("{service}-{g}-0:{DIST_INIT_PORT}"),
+                        "--nnodes".to_owned(),
+                        server.nnodes.to_string(),
+                        "--node-rank".to_owned(),
+                        rank.to_string(),
+                    ]);
+                    out.push((entry.clone(), args, env.clone()));
+                }
+            }
+        }
+        out
     }
 
     #[test]
@@ -275,6 +315,31 @@ mod tests {
         }
     }
 
+    /// A multi-node instance is a replica of a `multinode` service; the operator adds the
+    /// multi-node arguments, which the linter adds back as it reads the pods.
+    #[test]
+    fn a_multi_node_instance_is_a_multinode_replica() {
+        let d = deployments().into_iter().find(|d| d.name == "deepseek-v3-dp-deepep").unwrap();
+        let text = rendered(&d);
+        let docs = documents(&text);
+        let prefill = &docs[0]["spec"]["services"]["prefill"];
+        assert_eq!(
+            (&prefill["multinode"]["nodeCount"], &prefill["resources"]["limits"]["gpu"]),
+            (&2.into(), &"8".into())
+        );
+        assert!(!text.contains("--dist-init-addr") && !text.contains("--node-rank") && !text.contains("--nnodes"));
+        let linted = lint(&[Input::new("dgd.yaml", text.as_str())], &Options::default());
+        let ranks: Vec<String> = linted
+            .launches
+            .iter()
+            .map(|l| {
+                let after = |flag: &str| l.args.iter().position(|w| w.text == flag).map(|i| l.args[i + 1].text.clone());
+                format!("{} {}", after("--dist-init-addr").unwrap(), after("--node-rank").unwrap())
+            })
+            .collect();
+        assert_eq!(ranks, ["prefill-0-0:29500 0", "prefill-0-0:29500 1", "decode-0-0:29500 0", "decode-0-0:29500 1"]);
+    }
+
     #[test]
     fn what_a_graph_cannot_say_is_refused_at_its_field() {
         let refused = |d: &Deployment| render_dynamo(d).unwrap_err().field.unwrap();
@@ -284,7 +349,10 @@ mod tests {
         assert!(render_dynamo(&d).unwrap_err().message.contains("Dynamo 1.1.1 ships SGLang 0.5.10.post1"));
         let mut d = example("deepseek-v3-dp-deepep").unwrap();
         d.sglang_version = Release::V0_5_10;
-        assert_eq!(refused(&d), "prefill.instances[0].nodes");
+        assert_eq!(refused(&d), "prefill.instances[0].dist_init_port");
+        d.prefill.instances[0].dist_init_port = Some(29500);
+        d.decode.instances[0].dist_init_port = None;
+        assert_eq!(refused(&d), "kubernetes.service_discovery");
         let base = &deployments()[0];
         let mut d = base.clone();
         d.kubernetes.namespace = Some("llm".into());

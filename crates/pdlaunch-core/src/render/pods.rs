@@ -39,9 +39,10 @@ pub(super) enum Engine {
     /// workload is a RoleInstanceSet): group `g` of role set `s` is the RoleInstance `s-g`, its
     /// pods `s-g-k` (the leader `s-g-0`), in the headless Service `s-s`.
     Rbg,
-    /// Dynamo's operator (`nvidia.com/v1alpha1`): each replica of a worker service is a pod of
-    /// its own, `<graph>-<service>-<g>` here (the operator's names are its own; no command line
-    /// carries them, as the `dynamo` format writes single-node workers only).
+    /// Dynamo's operator (`nvidia.com/v1alpha1`): each replica of a worker service is a group of
+    /// `multinode.nodeCount` pods, `<graph>-<service>-<g>-<k>` here (the operator's names are its
+    /// own; no command line the format writes carries them: the operator adds a multi-node
+    /// worker's `--dist-init-addr`, `--nnodes` and `--node-rank` itself).
     Dynamo,
 }
 
@@ -60,7 +61,7 @@ impl Engine {
         match self {
             Engine::Lws => "$(LWS_LEADER_ADDRESS)",
             Engine::Rbg => "$(RBG_LWP_LEADER_ADDRESS)",
-            Engine::Dynamo => unreachable!("the dynamo format refuses multi-node instances"),
+            Engine::Dynamo => unreachable!("pod_argv leaves out a Dynamo worker's multi-node arguments"),
         }
     }
     /// The variable holding a pod's index in its group (0 on the leader).
@@ -68,7 +69,7 @@ impl Engine {
         match self {
             Engine::Lws => "$(LWS_WORKER_INDEX)",
             Engine::Rbg => "$(RBG_LWP_WORKER_INDEX)",
-            Engine::Dynamo => unreachable!("the dynamo format refuses multi-node instances"),
+            Engine::Dynamo => unreachable!("pod_argv leaves out a Dynamo worker's multi-node arguments"),
         }
     }
     /// The label the controller gives each pod with its index in its group.
@@ -293,10 +294,15 @@ pub(super) fn escape(s: &str) -> String {
     s.replace('$', "$$")
 }
 
-/// The argv of a server process as its pod template writes it.
+/// The argv of a server process as its pod template writes it. Dynamo's operator adds a
+/// multi-node worker's `--dist-init-addr`, `--nnodes` and `--node-rank` itself: they are left out.
 fn pod_argv(plan: &Plan, p: &ServerProcess, engine: Engine) -> Vec<String> {
     let mut argv: Vec<String> = plan.server_argv(p)[..3].iter().map(|t| escape(t)).collect();
     for a in &p.args {
+        let multi_node = [&flags::NODE_RANK, &flags::DIST_INIT_ADDR, &flags::NNODES].into_iter().any(|f| is(a.flag, f));
+        if engine == Engine::Dynamo && multi_node {
+            continue;
+        }
         argv.push(escape(&a.tokens[0]));
         for t in &a.tokens[1..] {
             argv.push(if is(a.flag, &flags::NODE_RANK) {

@@ -14,8 +14,8 @@ pub static RULE: Rule = Rule {
     summary: "the `dynamo` format cannot render this deployment",
     explanation: "Dynamo's workers run in the SGLang of a Dynamo release's runtime image, so the target \
         SGLang release must be one a Dynamo release ships (or `launcher.image` must name a runtime built on it). \
-        The format writes single-node workers only (Dynamo's operator adds its own multi-node arguments), and \
-        Dynamo's Frontend takes the place of SGLang's router, so the router's Kubernetes settings \
+        Dynamo's operator gives a multi-node worker's `--dist-init-addr` the port 29500 itself, so an instance's \
+        own `dist_init_port` cannot be kept, and Dynamo's Frontend takes the place of SGLang's router, so the router's Kubernetes settings \
         (`service_discovery`, `router_replicas`) do not apply; `exclusive_topology`, `labels` and \
         `pod_annotations` are not written to a DynamoGraphDeployment yet. A deployment that breaks one of these \
         renders in every other format, but not as a DynamoGraphDeployment.",
