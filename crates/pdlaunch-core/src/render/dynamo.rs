@@ -20,9 +20,10 @@
 //! adds each pod's `--dist-init-addr <leader>:29500`, `--nnodes` and `--node-rank` itself, so the
 //! worker's arguments leave them out, and a `dist_init_port` other than 29500 is refused.
 //!
-//! Refused, each at its field: that `dist_init_port`, `kubernetes.service_discovery` and `kubernetes.router_replicas` (SGLang router settings),
-//! `kubernetes.exclusive_topology`, and `kubernetes.labels` and `pod_annotations` (not written
-//! yet: Dynamo puts pod metadata under `extraPodMetadata`).
+//! Refused, each at its field: that `dist_init_port`, `kubernetes.service_discovery` and
+//! `kubernetes.router_replicas` (SGLang router settings), `kubernetes.exclusive_topology`, and
+//! `kubernetes.labels` and `pod_annotations` (not written yet: Dynamo puts pod metadata under
+//! `extraPodMetadata`).
 
 use super::pods::{container_mounts, layout, pod_placement, pod_volumes, rdma, volume_sources, Engine, Layout, Yaml};
 use super::{header, RenderError, RenderedFile};
