@@ -14,6 +14,9 @@
 //! (`rbg`, `dynamo`) format renders, the deployment reconstructed from the manifests (the
 //! RoleBasedGroup, the DynamoGraphDeployment) renders the same text.
 //!
+//! `every_engine_runs_the_same_server_arguments`: the servers read back from each engine format
+//! run the `json` format's arguments, but for the options that say where each runs.
+//!
 //! The fuzz tests feed each reader arbitrary text and near-valid mutations of the fixtures, and
 //! print how many inputs each tried; a panic fails them.
 
@@ -463,6 +466,97 @@ fn manifests_are_a_fixed_point(format: crate::render::Format) {
         format.as_str(),
         rendered.get()
     );
+}
+
+/// The options whose values name where a server runs rather than what it runs: each engine
+/// writes its own (pod names, the engine's rank and leader variables, `0.0.0.0`, GPUs from 0, one
+/// port per pod).
+const PLACEMENT: &[&str] = &[
+    "--host",
+    "--port",
+    "--dist-init-addr",
+    "--nnodes",
+    "--node-rank",
+    "--base-gpu-id",
+    "--disaggregation-bootstrap-port",
+    "--nccl-port",
+];
+
+/// Each distinct server argv of a side, less its placement options (and their values).
+fn unplaced<'a>(
+    argvs: impl Iterator<Item = &'a [String]>,
+) -> BTreeMap<String, std::collections::BTreeSet<Vec<String>>> {
+    let mut out: BTreeMap<String, std::collections::BTreeSet<Vec<String>>> = BTreeMap::new();
+    for argv in argvs {
+        let (mut kept, mut i) = (Vec::new(), 0);
+        while i < argv.len() {
+            if PLACEMENT.contains(&argv[i].as_str()) {
+                i += 2;
+                continue;
+            }
+            kept.push(argv[i].clone());
+            i += 1;
+        }
+        let mode = kept.iter().position(|w| w == "--disaggregation-mode").and_then(|i| kept.get(i + 1)).cloned();
+        out.entry(mode.unwrap_or_default()).or_default().insert(kept);
+    }
+    out
+}
+
+/// For any deployment that every engine format renders, the servers the linter reads from the
+/// LeaderWorkerSets, the RoleBasedGroup and the DynamoGraphDeployment run the arguments the
+/// `json` (and `shell`) format gives them, but for where each runs.
+#[test]
+fn every_engine_runs_the_same_server_arguments() {
+    use crate::render::Format;
+    let n = cases(100);
+    let mut runner = TestRunner::new(Config { cases: n, failure_persistence: None, ..Config::default() });
+    let compared = std::cell::Cell::new(0);
+    runner
+        .run(&(deployment(), cluster()), |(mut d, k)| {
+            d.kubernetes = k;
+            // What one of the formats refuses (tested apart).
+            for role in Role::BOTH {
+                for inst in &mut d.side_mut(role).instances {
+                    let (ib, gpus) = (inst.nodes[0].ib_device.clone(), inst.nodes[0].gpus);
+                    for node in &mut inst.nodes {
+                        (node.ib_device, node.gpus) = (ib.clone(), gpus);
+                    }
+                    inst.dist_init_port = None;
+                }
+            }
+            d.launcher.image = Some(format!("registry.local/sglang:v{}-dynamo", d.sglang_version));
+            let k = &mut d.kubernetes;
+            (k.service_discovery, k.router_replicas, k.exclusive_topology) = (false, 1, None);
+            k.labels.clear();
+            k.pod_annotations.clear();
+            let plan = crate::plan::plan(&d);
+            let want = unplaced(
+                plan.servers
+                    .iter()
+                    .map(|p| plan.server_argv(p)[3..].to_vec())
+                    .collect::<Vec<_>>()
+                    .iter()
+                    .map(Vec::as_slice),
+            );
+            prop_assert_eq!(want.keys().map(String::as_str).collect::<Vec<_>>(), ["decode", "prefill"]);
+            for format in [Format::Kubernetes, Format::Rbg, Format::Dynamo] {
+                let Ok(files) = crate::render::render(&d, format) else { return Ok(()) };
+                let linted = lint(&[Input::new("engine.yaml", files[0].contents.as_str())], &Options::default());
+                let servers: Vec<Vec<String>> = linted
+                    .launches
+                    .iter()
+                    .filter(|l| l.program == super::launch::Program::Server)
+                    .map(|l| l.args.iter().map(|w| w.text.clone()).collect())
+                    .collect();
+                let got = unplaced(servers.iter().map(Vec::as_slice));
+                prop_assert_eq!(&got, &want, "{}", format.as_str());
+            }
+            compared.set(compared.get() + 1);
+            Ok(())
+        })
+        .unwrap();
+    eprintln!("engines' server arguments: {} of {n} generated deployments compared", compared.get());
 }
 
 // ---- fuzzing: no reader panics ----
