@@ -32,7 +32,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
     let Some(why) = crate::render::dynamo_refusal(d) else { return Vec::new() };
     let finding = Finding::new(&RULE, why.message, RULE.fix);
     vec![match why.field {
-        Some(path) => finding.at_origin("kubernetes", None, Origin::Field { path }),
+        Some(path) => finding.at_origin("dynamo", None, Origin::Field { path }),
         None => finding,
     }]
 }
