@@ -360,3 +360,61 @@ fn cli_to_deployment_never_overwrites() {
     assert_eq!(o.status.code(), Some(2), "{}", out(&o));
     assert!(out(&o).contains("never overwritten"), "{}", out(&o));
 }
+
+/// The formats that run the servers on an engine's pods.
+const ENGINES: &[&str] = &["kubernetes", "rbg", "dynamo"];
+
+/// For every example and engine format: `lint` of the rendered file finds no error or warning,
+/// and `lint --to-deployment` of it gives a deployment that renders the same text again. The
+/// `dynamo` format renders an example at SGLang 0.5.10 (which Dynamo 1.1.1's runtime ships; no
+/// Dynamo release ships the examples' 0.5.23), and refuses, at its field, an example whose
+/// multi-node instances rendezvous at a port of their own (the operator's is 29500).
+#[test]
+fn every_example_on_every_engine_lints_clean_and_comes_back() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut files: Vec<_> = std::fs::read_dir(&examples).unwrap().map(|e| e.unwrap().path()).collect();
+    files.retain(|p| p.extension().is_some_and(|e| e == "yaml"));
+    files.sort();
+    assert!(files.len() >= 4);
+    let mut rendered = 0;
+    for file in &files {
+        for format in ENGINES {
+            let tmp = tempfile::tempdir().unwrap();
+            let mut source = std::fs::read_to_string(file).unwrap();
+            if *format == "dynamo" {
+                source = source.replace("sglang_version: \"0.5.23\"", "sglang_version: \"0.5.10.post1\"");
+            }
+            std::fs::write(tmp.path().join("in.yaml"), &source).unwrap();
+            let example = file.display();
+            let o = pdl(&["render", "--format", format, "in.yaml"], tmp.path());
+            if *format == "dynamo" && o.status.code() == Some(2) {
+                assert!(
+                    out(&o).contains("in.yaml:") && out(&o).contains("dist_init_port` is 5000"),
+                    "{example} {format}: {}",
+                    out(&o)
+                );
+                continue;
+            }
+            assert_eq!(o.status.code(), Some(0), "{example} {format}: {}", out(&o));
+            rendered += 1;
+            let text = String::from_utf8(o.stdout).unwrap();
+            std::fs::write(tmp.path().join("out.yaml"), &text).unwrap();
+            let o = pdl(&["lint", "out.yaml"], tmp.path());
+            assert_eq!(o.status.code(), Some(0), "{example} {format}: {}", out(&o));
+            assert!(out(&o).contains(" 0 error(s), 0 warning(s)"), "{example} {format}: {}", out(&o));
+            let o = pdl(&["lint", "out.yaml", "--to-deployment", "dep.yaml"], tmp.path());
+            assert_eq!(o.status.code(), Some(0), "{example} {format}: {}", out(&o));
+            let o = pdl(&["render", "--format", format, "dep.yaml"], tmp.path());
+            assert_eq!(o.status.code(), Some(0), "{example} {format}: {}", out(&o));
+            assert!(
+                String::from_utf8(o.stdout).unwrap() == text,
+                "{example} {format}: rendered again, the text differs"
+            );
+        }
+    }
+    assert_eq!(
+        rendered,
+        files.len() * ENGINES.len() - 1,
+        "only the example with a rendezvous port of its own is refused, by dynamo"
+    );
+}

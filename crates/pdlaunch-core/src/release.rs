@@ -114,6 +114,28 @@ impl Release {
     }
 }
 
+/// The NVIDIA Dynamo releases whose SGLang runtime image
+/// (`nvcr.io/nvidia/ai-dynamo/sglang-runtime:<dynamo>`) ships one of the SGLang releases pdlaunch
+/// knows, the newest patch of each: (Dynamo release, the SGLang version in its image). From
+/// Dynamo's release artifacts table (`docs/fern/pages/reference/general/release-artifacts.mdx` in
+/// ai-dynamo/dynamo: 0.8.1 ships 0.5.6.post2, 1.1.1 ships 0.5.10.post1) and, before that table,
+/// the `sglang` extra of its `pyproject.toml` (0.6.1 pins 0.5.3.post2). Dynamo 1.0 (0.5.9), 1.2
+/// (0.5.11), 1.3 (0.5.14) and 1.4 (0.5.16) ship releases pdlaunch has no spec of, and none ships
+/// 0.5.19 or 0.5.23 yet.
+pub const DYNAMO_RELEASES: &[(&str, &str)] =
+    &[("0.6.1", "0.5.3.post2"), ("0.8.1", "0.5.6.post2"), ("1.1.1", "0.5.10.post1")];
+
+impl Release {
+    /// The Dynamo release whose SGLang runtime ships this release, if one does.
+    pub fn dynamo(self) -> Option<&'static str> {
+        DYNAMO_RELEASES.iter().find(|(_, sglang)| Release::for_version(sglang) == Some((self, true))).map(|(d, _)| *d)
+    }
+    /// The SGLang version the runtime image of Dynamo release `dynamo` ships, if pdlaunch knows it.
+    pub fn in_dynamo(dynamo: &str) -> Option<&'static str> {
+        DYNAMO_RELEASES.iter().find(|(d, _)| *d == dynamo.trim_start_matches('v')).map(|(_, s)| *s)
+    }
+}
+
 /// `0.5.8.post1` as `[0, 5, 8, 1]`, for ordering versions.
 fn version_key(version: &str) -> Option<[u32; 4]> {
     let mut parts = version.split('.');

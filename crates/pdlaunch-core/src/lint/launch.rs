@@ -98,8 +98,14 @@ pub struct Surroundings {
     pub machine: Option<String>,
     /// Processes run in their own pod.
     pub isolated: bool,
-    /// In a LeaderWorkerSet object: the group whose pods are being read.
+    /// In a LeaderWorkerSet object, or a RoleBasedGroup's leader-worker role: the group whose
+    /// pods are being read.
     pub lws_group: Option<LwsGroup>,
+    /// In a RoleBasedGroup: its name and `.<namespace>` (empty when it names none).
+    pub rbg: Option<(String, String)>,
+    /// Words the controller adds after a container's command (Dynamo's operator's multi-node
+    /// arguments), with the span findings point at.
+    pub appended: Vec<(String, usize, usize)>,
     /// In a Kubernetes object: its namespace and the settings of the pod being read.
     pub pod: Option<Arc<Pod>>,
     /// The cluster settings of the container being read.
@@ -117,27 +123,33 @@ pub struct Pod {
     pub volumes: Vec<(String, crate::render::cluster::Volume)>,
 }
 
-/// A group of pods of a LeaderWorkerSet.
+/// A group of pods of a LeaderWorkerSet, or of a RoleBasedGroup's leader-worker role.
 #[derive(Clone, Debug)]
 pub struct LwsGroup {
-    /// The LeaderWorkerSet's name (also its headless Service's).
+    /// The LeaderWorkerSet's name (also its headless Service's), or the role's workload name
+    /// (`<group>-<role>`, its headless Service `s-<group>-<role>`).
     pub name: String,
     /// The group's index.
     pub group: u32,
     /// `.<namespace>` when the object names one, else empty.
     pub namespace: String,
+    /// True in a RoleBasedGroup, whose pods are all `<name>-<group>-<index>`.
+    pub rbg: bool,
 }
 
 impl LwsGroup {
-    /// The address LWS gives the leader (`LWS_LEADER_ADDRESS`): `<name>-<group>.<name>[.<namespace>]`.
+    /// The address the controller gives the leader (`LWS_LEADER_ADDRESS`,
+    /// `RBG_LWP_LEADER_ADDRESS`): its pod's name with the namespace.
     pub fn leader_address(&self) -> String {
-        format!("{}-{}.{}{}", self.name, self.group, self.name, self.namespace)
+        format!("{}{}", self.pod(0), self.namespace)
     }
-    /// The name pods of the namespace reach pod `index` of the group by: `<name>-<group>[-<index>].<name>`.
+    /// The name pods of the namespace reach pod `index` of the group by:
+    /// `<name>-<group>[-<index>].<name>` (LeaderWorkerSet), `<name>-<group>-<index>.s-<name>` (RBG).
     pub fn pod(&self, index: u32) -> String {
-        match index {
-            0 => format!("{}-{}.{}", self.name, self.group, self.name),
-            _ => format!("{}-{}-{index}.{}", self.name, self.group, self.name),
+        match (self.rbg, index) {
+            (true, _) => format!("{}-{}-{index}.s-{}", self.name, self.group, self.name),
+            (false, 0) => format!("{}-{}.{}", self.name, self.group, self.name),
+            (false, _) => format!("{}-{}-{index}.{}", self.name, self.group, self.name),
         }
     }
 }
@@ -681,9 +693,14 @@ pub fn gpu_in_text(text: &str) -> Option<Gpu> {
 }
 
 /// The SGLang version a container image of SGLang names (`lmsysorg/sglang:v0.5.6.post2-cu126`).
-/// Other images that hold SGLang (Dynamo's `sglang-runtime:0.6.0`) carry their own versions.
+/// Dynamo's SGLang runtime (`ai-dynamo/sglang-runtime:1.1.1`) is tagged with its own release,
+/// read through [`crate::release::DYNAMO_RELEASES`].
 pub fn version_in_image(image: &str) -> Option<&str> {
     let (repo, tag) = image.rsplit_once(':')?;
+    // Dynamo's SGLang runtime is tagged with Dynamo's release, which ships one SGLang's.
+    if repo.ends_with("ai-dynamo/sglang-runtime") {
+        return crate::release::Release::in_dynamo(tag.split('-').next().unwrap_or(tag));
+    }
     if !repo.rsplit('/').next().is_some_and(|name| name.eq_ignore_ascii_case("sglang")) {
         return None;
     }

@@ -2,6 +2,11 @@
 //! (Deployments, StatefulSets, Jobs, LeaderWorkerSets, RBG roles, OME runtimes' `runner`s, Dynamo
 //! services' `mainContainer`s), and docker-compose services' `entrypoint`/`command`. A container
 //! is any mapping with `command` or `args`; its role hints come from the names around it.
+//!
+//! The pods a controller makes are read as it makes them: each group of a LeaderWorkerSet and of
+//! a RoleBasedGroup's leader-worker role (their pod names, leader addresses, indices and index
+//! labels), the replicas of an RBG role or a Dynamo service, and each pod of a multi-node Dynamo
+//! service with the `--dist-init-addr`, `--nnodes` and `--node-rank` its operator adds.
 
 use std::sync::Arc;
 
@@ -56,6 +61,9 @@ pub fn scan_documents(docs: &[Node], file: usize, base: &Surroundings, out: &mut
             continue;
         };
         around.hints.push(name.to_ascii_lowercase());
+        if doc.get("kind").and_then(Node::str) == Some("RoleBasedGroup") {
+            around.rbg = Some((name.to_owned(), namespace.map(|n| format!(".{n}")).unwrap_or_default()));
+        }
         if doc.get("kind").and_then(Node::str) != Some("LeaderWorkerSet") {
             walk(doc, file, dialect, &mut around, out, 0);
             continue;
@@ -63,7 +71,8 @@ pub fn scan_documents(docs: &[Node], file: usize, base: &Surroundings, out: &mut
         // Each replica of a LeaderWorkerSet is a group of its own, whose leader is `<name>-<group>`.
         let namespace = namespace.map(|n| format!(".{n}")).unwrap_or_default();
         for group in 0..lws_groups(doc) {
-            around.lws_group = Some(LwsGroup { name: name.to_owned(), group, namespace: namespace.clone() });
+            around.lws_group =
+                Some(LwsGroup { name: name.to_owned(), group, namespace: namespace.clone(), rbg: false });
             walk(doc, file, dialect, &mut around, out, 0);
         }
     }
@@ -210,6 +219,20 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
         Node::Map(m) => {
             let saved = (around.hints.len(), around.gpu, around.pod.clone(), around.meta.clone());
             let keys = Keys::of(m);
+            // A role of a RoleBasedGroup, or a service of a DynamoGraphDeployment: its replicas are
+            // its pods' (or groups') count.
+            let replicas = node.get("replicas").and_then(count);
+            let owner = match (&around.rbg, node.get("name").and_then(Node::str), node.get("componentType")) {
+                (Some(_), Some(name), _) => Some(Some(name)),
+                (None, _, Some(_)) => Some(None),
+                _ => None,
+            };
+            if let (Some(owner), Some(replicas)) = (owner, replicas) {
+                let mut meta = around.meta.as_deref().cloned().unwrap_or_default();
+                meta.replicas = Some(replicas);
+                meta.owner = owner.map(str::to_owned);
+                around.meta = Some(Arc::new(meta));
+            }
             if dialect == Dialect::Kubernetes {
                 if let Some(pod) = pod_settings(&keys, around.pod.as_deref()) {
                     around.pod = Some(Arc::new(pod));
@@ -241,23 +264,53 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
                 // Once per group: a template nested in another one's pods is read once per outer
                 // pod, not 64 times more at every level.
                 let inside_a_pod = || around.env.iter().any(|(name, _)| INDEX_VARS.contains(&name.as_str()));
+                if let Some((nodes, at)) = dynamo_nodes(v).filter(|_| !inside_a_pod()) {
+                    dynamo_groups(&k.text, v, (nodes, at), file, dialect, around, out, depth);
+                    around.hints.truncate(before);
+                    continue;
+                }
                 match group_pods(node, &k.text, v).filter(|_| !inside_a_pod()) {
                     Some(pods) => {
-                        for rank in pods.ranks {
-                            let env_len = around.env.len();
-                            around.env.push((pods.vars.0.to_owned(), pods.size.to_string()));
-                            around.env.push((pods.vars.1.to_owned(), rank.to_string()));
-                            // The leader's address tells the groups of two LeaderWorkerSets apart;
-                            // each pod is a machine of its own, named `<name>-<group>[-<index>]`.
-                            let machine = around.machine.clone();
-                            if let (LWS_VARS, Some(lws)) = (pods.vars, &around.lws_group) {
-                                around.env.push((LWS_LEADER.to_owned(), lws.leader_address()));
-                                around.machine = Some(lws.pod(rank));
+                        // A RoleBasedGroup's leader-worker role: each of its replicas is a group
+                        // of its own, `<group>-<role>-<replica>`.
+                        let role = node.get("name").and_then(Node::str);
+                        let rbg = match (&around.rbg, role, pods.vars) {
+                            (Some((name, namespace)), Some(role), RBG_LWP_VARS) => {
+                                Some((format!("{name}-{role}"), namespace.clone()))
                             }
-                            walk(v, file, dialect, around, out, depth + 1);
-                            around.env.truncate(env_len);
-                            around.machine = machine;
+                            _ => None,
+                        };
+                        let groups = match &rbg {
+                            Some(_) => node.get("replicas").map_or(Some(1), count).unwrap_or(1),
+                            None => 1,
+                        };
+                        let groups = groups.min(MAX_LWS_PODS / pods.size.clamp(1, MAX_LWS_GROUP));
+                        let outer = around.lws_group.clone();
+                        for group in 0..groups {
+                            if let Some((name, namespace)) = &rbg {
+                                let namespace = namespace.clone();
+                                around.lws_group = Some(LwsGroup { name: name.clone(), group, namespace, rbg: true });
+                            }
+                            for rank in pods.ranks.clone() {
+                                let env_len = around.env.len();
+                                around.env.push((pods.vars.0.to_owned(), pods.size.to_string()));
+                                around.env.push((pods.vars.1.to_owned(), rank.to_string()));
+                                // The leader's address tells the groups of two sets apart; each
+                                // pod is a machine of its own, named after its set and group.
+                                let machine = around.machine.clone();
+                                let leader = if pods.vars == LWS_VARS { LWS_LEADER } else { RBG_LWP_LEADER };
+                                if let Some(lws) =
+                                    around.lws_group.as_ref().filter(|l| l.rbg == (pods.vars != LWS_VARS))
+                                {
+                                    around.env.push((leader.to_owned(), lws.leader_address()));
+                                    around.machine = Some(lws.pod(rank));
+                                }
+                                walk(v, file, dialect, around, out, depth + 1);
+                                around.env.truncate(env_len);
+                                around.machine = machine;
+                            }
                         }
+                        around.lws_group = outer;
                     }
                     None => walk(v, file, dialect, around, out, depth + 1),
                 }
@@ -277,6 +330,66 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
     }
 }
 
+/// The port Dynamo's operator gives a multi-node SGLang worker's `--dist-init-addr`.
+const DYNAMO_DIST_INIT_PORT: u16 = 29500;
+
+/// A DynamoGraphDeployment service (`componentType` beside it) of several nodes per replica
+/// (`multinode.nodeCount`): the count, and where the count is written.
+fn dynamo_nodes(service: &Node) -> Option<(u32, usize)> {
+    service.get("componentType")?;
+    let (key, count_node) = service.get("multinode")?.entry("nodeCount")?;
+    let n = count(count_node).filter(|n| *n >= 2)?;
+    Some((n.min(MAX_LWS_GROUP), key.start))
+}
+
+/// The pods of a multi-node Dynamo worker service `name`: each replica a group of `nodes` pods,
+/// `<name>-<replica>-<k>` here, to whose command the operator adds `--dist-init-addr
+/// <leader>:29500 --nnodes <nodes> --node-rank <k>` (its SGLang backend's `getMultinodeFlags`).
+#[allow(clippy::too_many_arguments)]
+fn dynamo_groups(
+    name: &str,
+    service: &Node,
+    (nodes, at): (u32, usize),
+    file: usize,
+    dialect: Dialect,
+    around: &mut Surroundings,
+    out: &mut Vec<Launch>,
+    depth: usize,
+) {
+    let replicas = service.get("replicas").map_or(Some(1), count).unwrap_or(1);
+    let groups = replicas.min(MAX_LWS_PODS / nodes);
+    let machine = around.machine.clone();
+    let appended = std::mem::take(&mut around.appended);
+    // The replicas are groups read one by one, not copies made by the reconstruction.
+    let meta = around.meta.clone();
+    if let Some(m) = around.meta.as_deref() {
+        let mut m = m.clone();
+        m.replicas = None;
+        around.meta = Some(Arc::new(m));
+    }
+    for g in 0..groups {
+        let leader = format!("{name}-{g}-0");
+        for k in 0..nodes {
+            around.machine = Some(format!("{name}-{g}-{k}"));
+            around.appended = [
+                "--dist-init-addr".to_owned(),
+                format!("{leader}:{DYNAMO_DIST_INIT_PORT}"),
+                "--nnodes".to_owned(),
+                nodes.to_string(),
+                "--node-rank".to_owned(),
+                k.to_string(),
+            ]
+            .into_iter()
+            .map(|w| (w, at, at + "nodeCount".len()))
+            .collect();
+            walk(service, file, dialect, around, out, depth + 1);
+        }
+    }
+    around.machine = machine;
+    around.appended = appended;
+    around.meta = meta;
+}
+
 /// The most pods of one LeaderWorkerSet group read (the linter makes at most this many nodes of
 /// an instance anyway).
 const MAX_LWS_GROUP: u32 = 64;
@@ -288,11 +401,12 @@ const LWS_VARS: (&str, &str) = ("LWS_GROUP_SIZE", "LWS_WORKER_INDEX");
 const RBG_LWP_VARS: (&str, &str) = ("RBG_LWP_GROUP_SIZE", "RBG_LWP_WORKER_INDEX");
 const INDEX_VARS: [&str; 2] = [LWS_VARS.1, RBG_LWP_VARS.1];
 const LWS_LEADER: &str = "LWS_LEADER_ADDRESS";
+const RBG_LWP_LEADER: &str = "RBG_LWP_LEADER_ADDRESS";
 /// The label LeaderWorkerSet gives each pod with its set's name.
 const LWS_NAME_LABEL: &str = "leaderworkerset.sigs.k8s.io/name";
 /// The variables a leader-worker controller gives each pod, which the linter sets as it reads
 /// the pods: the pods' environment, but not the deployment's.
-pub const POD_VARS: [&str; 5] = [LWS_VARS.0, LWS_VARS.1, LWS_LEADER, RBG_LWP_VARS.0, RBG_LWP_VARS.1];
+pub const POD_VARS: [&str; 6] = [LWS_VARS.0, LWS_VARS.1, LWS_LEADER, RBG_LWP_VARS.0, RBG_LWP_VARS.1, RBG_LWP_LEADER];
 
 /// The pods that one template of a leader-worker group starts.
 struct Pods {
@@ -509,14 +623,21 @@ fn container(keys: &Keys, file: usize, dialect: Dialect, around: &mut Surroundin
         Dialect::Compose => None,
     };
     let outer_settings = std::mem::replace(&mut around.kubernetes, settings);
-    // A LeaderWorkerSet labels each pod with its set and its index in the group.
-    let rank = around.env.iter().rev().find(|(k, _)| k == LWS_VARS.1).map(|(_, v)| v.clone());
+    // A LeaderWorkerSet labels each pod with its set and its index in the group; a
+    // RoleBasedGroup with its index.
     let outer_meta = around.meta.clone();
-    if let (Some(lws), Some(rank)) = (&around.lws_group, rank) {
-        let mut meta = around.meta.as_deref().cloned().unwrap_or_default();
-        meta.labels.push((LWS_NAME_LABEL.to_owned(), lws.name.clone()));
-        meta.labels.push((crate::render::WORKER_INDEX_LABEL.to_owned(), rank));
-        around.meta = Some(Arc::new(meta));
+    if let Some(lws) = &around.lws_group {
+        let index = if lws.rbg { RBG_LWP_VARS.1 } else { LWS_VARS.1 };
+        if let Some(rank) = around.env.iter().rev().find(|(k, _)| k == index).map(|(_, v)| v.clone()) {
+            let mut meta = around.meta.as_deref().cloned().unwrap_or_default();
+            if lws.rbg {
+                meta.labels.push((crate::render::RBG_INDEX_LABEL.to_owned(), rank));
+            } else {
+                meta.labels.push((LWS_NAME_LABEL.to_owned(), lws.name.clone()));
+                meta.labels.push((crate::render::WORKER_INDEX_LABEL.to_owned(), rank));
+            }
+            around.meta = Some(Arc::new(meta));
+        }
     }
     // The container's named ports, which a Service's `targetPort` may name.
     let named: Vec<NamedPort> = keys
@@ -571,8 +692,17 @@ fn container(keys: &Keys, file: usize, dialect: Dialect, around: &mut Surroundin
         }
         _ => {}
     }
-    let words = command_words(keys, file, dialect, &around.env);
+    let mut words = command_words(keys, file, dialect, &around.env);
     if !words.is_empty() {
+        words.extend(around.appended.iter().map(|(text, start, end)| Word {
+            text: text.clone(),
+            file,
+            start: *start,
+            end: *end,
+            unknown: Vec::new(),
+            map: None,
+            embed: Embed::Generated,
+        }));
         scan_container_words(words, file, around, out);
     }
     around.env.truncate(env_len);

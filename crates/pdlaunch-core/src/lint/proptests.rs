@@ -9,11 +9,16 @@
 //! `extra_args` of unmodelled options without repeats, no decode KV offload (it renders no flag
 //! of its own without HiCache), no KV canaries, no `bind_host`, `gpu` or per-node GPU counts.
 //!
-//! `kubernetes_manifests_are_a_fixed_point`: for any deployment and cluster settings the
-//! `kubernetes` format renders, the deployment reconstructed from the manifests renders the
-//! same manifests. `sbatch_scripts_are_a_fixed_point` and `srtctl_recipes_are_a_fixed_point`:
-//! the same for the `slurm` and `srtctl` formats; the recipe also starts the plan's processes,
-//! srtctl's own hosts, ports and GPUs apart.
+//! `kubernetes_manifests_are_a_fixed_point`, `rbg_groups_are_a_fixed_point`,
+//! `dynamo_graphs_are_a_fixed_point`: for any deployment and cluster settings the `kubernetes`
+//! (`rbg`, `dynamo`) format renders, the deployment reconstructed from the manifests (the
+//! RoleBasedGroup, the DynamoGraphDeployment) renders the same text.
+//! `sbatch_scripts_are_a_fixed_point` and `srtctl_recipes_are_a_fixed_point`: the same for the
+//! `slurm` and `srtctl` formats; the recipe also starts the plan's processes, srtctl's own hosts,
+//! ports and GPUs apart.
+//!
+//! `every_engine_runs_the_same_server_arguments`: the servers read back from each engine format
+//! run the `json` format's arguments, but for the options that say where each runs.
 //!
 //! The fuzz tests feed each reader arbitrary text and near-valid mutations of the fixtures, and
 //! print how many inputs each tried; a panic fails them.
@@ -379,14 +384,38 @@ fn cluster() -> impl Strategy<Value = Kubernetes> {
 /// linter reconstructs from the manifests renders the very same manifests.
 #[test]
 fn kubernetes_manifests_are_a_fixed_point() {
+    manifests_are_a_fixed_point(crate::render::Format::Kubernetes);
+}
+
+/// The same of the `rbg` format's RoleBasedGroup.
+#[test]
+fn rbg_groups_are_a_fixed_point() {
+    manifests_are_a_fixed_point(crate::render::Format::Rbg);
+}
+
+/// The same of the `dynamo` format's DynamoGraphDeployment, multi-node workers included.
+#[test]
+fn dynamo_graphs_are_a_fixed_point() {
+    manifests_are_a_fixed_point(crate::render::Format::Dynamo);
+}
+
+/// For any deployment and cluster settings `format` renders (as one file), the deployment the
+/// linter reconstructs from that file renders the very same file.
+fn manifests_are_a_fixed_point(format: crate::render::Format) {
     let n = cases(150);
     let mut runner = TestRunner::new(Config { cases: n, failure_persistence: None, ..Config::default() });
     let rendered = std::cell::Cell::new(0);
+    let render = |d: &Deployment| match crate::render::render(d, format) {
+        Ok(mut files) if files.len() == 1 => Ok(files.remove(0)),
+        Ok(_) => panic!("{} renders one file", format.as_str()),
+        Err(e) => Err(e),
+    };
     runner
         .run(&(deployment(), cluster()), |(mut d, k)| {
             d.kubernetes = k;
             // What the format refuses for reasons of its own (tested apart): nodes of an instance
-            // that start differently, and instance ports of their own with discovery.
+            // that start differently, and instance ports of their own with discovery; a
+            // RoleBasedGroup has no exclusive topology per group.
             let discovery = d.kubernetes.service_discovery;
             for role in Role::BOTH {
                 for inst in &mut d.side_mut(role).instances {
@@ -399,12 +428,30 @@ fn kubernetes_manifests_are_a_fixed_point() {
                     }
                 }
             }
-            let Ok(file) = crate::render::render_kubernetes(&d) else { return Ok(()) };
+            if format == crate::render::Format::Rbg {
+                d.kubernetes.exclusive_topology = None;
+            }
+            // A Dynamo graph's multi-node workers rendezvous at the operator's port, in a Dynamo
+            // runtime built on the release (no Dynamo release ships 0.5.23 yet), behind Dynamo's
+            // own Frontend; it writes no labels or annotations yet.
+            if format == crate::render::Format::Dynamo {
+                for role in Role::BOTH {
+                    for inst in &mut d.side_mut(role).instances {
+                        inst.dist_init_port = None;
+                    }
+                }
+                d.launcher.image = Some(format!("registry.local/sglang:v{}-dynamo", d.sglang_version));
+                let k = &mut d.kubernetes;
+                (k.service_discovery, k.router_replicas, k.exclusive_topology) = (false, 1, None);
+                k.labels.clear();
+                k.pod_annotations.clear();
+            }
+            let Ok(file) = render(&d) else { return Ok(()) };
             rendered.set(rendered.get() + 1);
             let linted = lint(&[Input::new("k8s.yaml", file.contents.as_str())], &Options::default());
             prop_assert_eq!(linted.groups.len(), 1);
             let back = reconstruct::deployment(&linted, 0).map_err(TestCaseError::fail)?.deployment;
-            let again = crate::render::render_kubernetes(&back).map_err(|e| TestCaseError::fail(e.message))?;
+            let again = render(&back).map_err(|e| TestCaseError::fail(e.message))?;
             // The first line that differs, and the two sections, say more than the whole texts.
             let first = again.contents.lines().zip(file.contents.lines()).position(|(a, b)| a != b);
             prop_assert!(
@@ -420,7 +467,8 @@ fn kubernetes_manifests_are_a_fixed_point() {
         })
         .unwrap();
     eprintln!(
-        "kubernetes fixed point: {} of {n} generated deployments rendered and came back the same",
+        "{} fixed point: {} of {n} generated deployments rendered and came back the same",
+        format.as_str(),
         rendered.get()
     );
 }
@@ -531,6 +579,97 @@ fn srtctl_recipes_are_a_fixed_point() {
         .unwrap();
     eprintln!("srtctl fixed point: {} of {n} generated deployments rendered and came back the same", rendered.get());
     assert!(rendered.get() * 8 >= n, "too few generated deployments render as a recipe");
+}
+
+/// The options whose values name where a server runs rather than what it runs: each engine
+/// writes its own (pod names, the engine's rank and leader variables, `0.0.0.0`, GPUs from 0, one
+/// port per pod).
+const PLACEMENT: &[&str] = &[
+    "--host",
+    "--port",
+    "--dist-init-addr",
+    "--nnodes",
+    "--node-rank",
+    "--base-gpu-id",
+    "--disaggregation-bootstrap-port",
+    "--nccl-port",
+];
+
+/// Each distinct server argv of a side, less its placement options (and their values).
+fn unplaced<'a>(
+    argvs: impl Iterator<Item = &'a [String]>,
+) -> BTreeMap<String, std::collections::BTreeSet<Vec<String>>> {
+    let mut out: BTreeMap<String, std::collections::BTreeSet<Vec<String>>> = BTreeMap::new();
+    for argv in argvs {
+        let (mut kept, mut i) = (Vec::new(), 0);
+        while i < argv.len() {
+            if PLACEMENT.contains(&argv[i].as_str()) {
+                i += 2;
+                continue;
+            }
+            kept.push(argv[i].clone());
+            i += 1;
+        }
+        let mode = kept.iter().position(|w| w == "--disaggregation-mode").and_then(|i| kept.get(i + 1)).cloned();
+        out.entry(mode.unwrap_or_default()).or_default().insert(kept);
+    }
+    out
+}
+
+/// For any deployment that every engine format renders, the servers the linter reads from the
+/// LeaderWorkerSets, the RoleBasedGroup and the DynamoGraphDeployment run the arguments the
+/// `json` (and `shell`) format gives them, but for where each runs.
+#[test]
+fn every_engine_runs_the_same_server_arguments() {
+    use crate::render::Format;
+    let n = cases(100);
+    let mut runner = TestRunner::new(Config { cases: n, failure_persistence: None, ..Config::default() });
+    let compared = std::cell::Cell::new(0);
+    runner
+        .run(&(deployment(), cluster()), |(mut d, k)| {
+            d.kubernetes = k;
+            // What one of the formats refuses (tested apart).
+            for role in Role::BOTH {
+                for inst in &mut d.side_mut(role).instances {
+                    let (ib, gpus) = (inst.nodes[0].ib_device.clone(), inst.nodes[0].gpus);
+                    for node in &mut inst.nodes {
+                        (node.ib_device, node.gpus) = (ib.clone(), gpus);
+                    }
+                    inst.dist_init_port = None;
+                }
+            }
+            d.launcher.image = Some(format!("registry.local/sglang:v{}-dynamo", d.sglang_version));
+            let k = &mut d.kubernetes;
+            (k.service_discovery, k.router_replicas, k.exclusive_topology) = (false, 1, None);
+            k.labels.clear();
+            k.pod_annotations.clear();
+            let plan = crate::plan::plan(&d);
+            let want = unplaced(
+                plan.servers
+                    .iter()
+                    .map(|p| plan.server_argv(p)[3..].to_vec())
+                    .collect::<Vec<_>>()
+                    .iter()
+                    .map(Vec::as_slice),
+            );
+            prop_assert_eq!(want.keys().map(String::as_str).collect::<Vec<_>>(), ["decode", "prefill"]);
+            for format in [Format::Kubernetes, Format::Rbg, Format::Dynamo] {
+                let Ok(files) = crate::render::render(&d, format) else { return Ok(()) };
+                let linted = lint(&[Input::new("engine.yaml", files[0].contents.as_str())], &Options::default());
+                let servers: Vec<Vec<String>> = linted
+                    .launches
+                    .iter()
+                    .filter(|l| l.program == super::launch::Program::Server)
+                    .map(|l| l.args.iter().map(|w| w.text.clone()).collect())
+                    .collect();
+                let got = unplaced(servers.iter().map(Vec::as_slice));
+                prop_assert_eq!(&got, &want, "{}", format.as_str());
+            }
+            compared.set(compared.get() + 1);
+            Ok(())
+        })
+        .unwrap();
+    eprintln!("engines' server arguments: {} of {n} generated deployments compared", compared.get());
 }
 
 // ---- fuzzing: no reader panics ----

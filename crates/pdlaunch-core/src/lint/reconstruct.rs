@@ -164,7 +164,12 @@ impl<'a> Builder<'a> {
         // The servers' image, when they share one other than the one `render` would name.
         let image = linted.launches[first.launch].image.as_deref();
         let shared = group.servers.iter().all(|s| linted.launches[s.launch].image.as_deref() == image);
-        if let Some(image) = image.filter(|i| shared && *i != crate::render::default_image(group.release)) {
+        // Images `render` names itself: SGLang's, and the Dynamo runtime that ships the release.
+        let named = |i: &str| {
+            i == crate::render::default_image(group.release)
+                || crate::render::dynamo_runtime_image(group.release).is_some_and(|r| r == i)
+        };
+        if let Some(image) = image.filter(|i| shared && !named(i)) {
             d.launcher.image = Some(image.to_owned());
         }
         if let Some(k) = cluster_settings(linted, group) {

@@ -28,11 +28,12 @@ pub struct Cluster {
     pub pod_annotations: Vec<(String, String)>,
 }
 
-/// Whether a label or annotation key is one pdlaunch or LeaderWorkerSet writes itself: the
-/// router's selectors and the linter read those.
+/// Whether a label or annotation key is one pdlaunch, LeaderWorkerSet or RoleBasedGroup writes
+/// itself: the router's selectors and the linter read those.
 pub fn is_reserved(key: &str) -> bool {
     key.starts_with("app.kubernetes.io/")
         || key.starts_with("leaderworkerset.sigs.k8s.io/")
+        || key.starts_with("rbg.workloads.x-k8s.io/")
         || key.starts_with("sglang.ai/")
 }
 
@@ -182,7 +183,7 @@ pub fn cluster(k: &Kubernetes) -> Result<Cluster, RenderError> {
             return Err(RenderError::at(
                 format!("kubernetes.labels.{key}"),
                 format_args!(
-                    "is a label pdlaunch or LeaderWorkerSet writes itself (the router and the \
+                    "is a label pdlaunch or its controllers write themselves (the router and the \
                  linter read them); choose another key"
                 ),
             ));
@@ -206,7 +207,8 @@ pub fn cluster(k: &Kubernetes) -> Result<Cluster, RenderError> {
                 format_args!(
                     "key {key:?} is not one to set here: an annotation key is an optional \
                  DNS prefix and `/`, then at most 63 letters, digits, `-`, `_` and `.`, and the `app.kubernetes.io/`, \
-                 `leaderworkerset.sigs.k8s.io/` and `sglang.ai/` ones are written by pdlaunch or LeaderWorkerSet"
+                 `leaderworkerset.sigs.k8s.io/`, `rbg.workloads.x-k8s.io/` and `sglang.ai/` ones are written by pdlaunch or \
+                 its controllers"
                 ),
             ));
         }

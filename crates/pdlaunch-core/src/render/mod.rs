@@ -1,25 +1,34 @@
 //! Output formats, all views of one [`Plan`]: `shell` (one bash script per process), `json` (argv
 //! and environment per process, for other tools), `sglang-config` (one SGLang `--config` YAML
-//! per role plus the short command lines that load it) and `kubernetes` (LeaderWorkerSets and the
-//! router, from the plan of the deployment placed on pods) and `slurm` (one `sbatch` script
-//! for the whole deployment, from the plan of the deployment placed on the job's nodes) and
-//! `srtctl` (an srt-slurm recipe that srtctl starts as the same processes).
+//! per role plus the short command lines that load it), `kubernetes` (LeaderWorkerSets and the
+//! router, from the plan of the deployment placed on pods), `rbg` (one RoleBasedGroup of the
+//! same pods), `dynamo` (one DynamoGraphDeployment of Dynamo's SGLang workers), `slurm` (one
+//! `sbatch` script for the whole deployment, from the plan of the deployment placed on the job's
+//! nodes) and `srtctl` (an srt-slurm recipe that srtctl starts as the same processes). `pods`
+//! holds what the formats on pods share.
 
 pub(crate) mod cluster;
 mod config;
+mod dynamo;
 mod json;
 mod kubernetes;
+mod pods;
+mod rbg;
 mod shell;
 mod slurm;
 mod srtctl;
 
 pub use config::render_config;
+pub use dynamo::render_dynamo;
+pub(crate) use dynamo::{refusal as dynamo_refusal, runtime_image as dynamo_runtime_image};
 pub use json::render_json;
 pub use kubernetes::render_kubernetes;
-pub(crate) use kubernetes::{
-    default_image, default_router_image, refusal as kubernetes_refusal, BOOTSTRAP_ANNOTATION, EXCLUSIVE_TOPOLOGY,
-    INSTANCE_LABEL, WORKER_INDEX_LABEL,
+pub(crate) use kubernetes::{refusal as kubernetes_refusal, EXCLUSIVE_TOPOLOGY};
+pub(crate) use pods::{
+    default_image, default_router_image, BOOTSTRAP_ANNOTATION, INSTANCE_LABEL, RBG_INDEX_LABEL, WORKER_INDEX_LABEL,
 };
+pub(crate) use rbg::refusal as rbg_refusal;
+pub use rbg::render_rbg;
 pub use shell::{quote, render_shell};
 pub use slurm::{render_slurm, HEALTH_TIMEOUT_VAR};
 pub use srtctl::render_srtctl;
@@ -52,6 +61,12 @@ pub enum Format {
     /// Kubernetes manifests: a LeaderWorkerSet per side (or per instance), the router's
     /// Deployment and Service.
     Kubernetes,
+    /// One RoleBasedGroup (SGLang's RBG controller): a leader-worker role per side (or per
+    /// instance) and a router role that starts after them, and the router's Service.
+    Rbg,
+    /// One DynamoGraphDeployment (NVIDIA Dynamo's operator): Dynamo's Frontend and a
+    /// `dynamo.sglang` worker service per side (or per instance).
+    Dynamo,
     /// One `sbatch` script: every process an `srun` step on the job's nodes, the router last.
     Slurm,
     /// An srt-slurm recipe that `srtctl` turns into the same processes.
@@ -60,8 +75,16 @@ pub enum Format {
 
 impl Format {
     /// Every format.
-    pub const ALL: [Format; 6] =
-        [Format::Shell, Format::Json, Format::SglangConfig, Format::Kubernetes, Format::Slurm, Format::Srtctl];
+    pub const ALL: [Format; 8] = [
+        Format::Shell,
+        Format::Json,
+        Format::SglangConfig,
+        Format::Kubernetes,
+        Format::Rbg,
+        Format::Dynamo,
+        Format::Slurm,
+        Format::Srtctl,
+    ];
     /// The name used on the command line.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -69,6 +92,8 @@ impl Format {
             Format::Json => "json",
             Format::SglangConfig => "sglang-config",
             Format::Kubernetes => "kubernetes",
+            Format::Rbg => "rbg",
+            Format::Dynamo => "dynamo",
             Format::Slurm => "slurm",
             Format::Srtctl => "srtctl",
         }
@@ -128,6 +153,8 @@ pub fn render(d: &Deployment, format: Format) -> Result<Vec<RenderedFile>, Rende
         Format::Json => vec![render_json(&plan(d))],
         Format::SglangConfig => render_config(&plan(d)),
         Format::Kubernetes => vec![render_kubernetes(d)?],
+        Format::Rbg => vec![render_rbg(d)?],
+        Format::Dynamo => vec![render_dynamo(d)?],
         Format::Slurm => vec![render_slurm(d)?],
         Format::Srtctl => vec![render_srtctl(d)?],
     })

@@ -82,6 +82,8 @@ rules! {
     pd050_kubernetes_refused,
     pd051_prefill_pods_behind_one_address,
     pd052_decode_polling_interval_zero,
+    pd053_rbg_refused,
+    pd054_dynamo_refused,
 }
 
 /// The rule with this code (case-insensitive), or with this name.

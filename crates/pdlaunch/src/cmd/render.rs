@@ -12,9 +12,10 @@ use crate::style::Style;
 pub struct Args {
     /// Deployment file (YAML or JSON), or `-` for stdin.
     pub file: String,
-    /// Output format: shell, json, sglang-config, kubernetes, slurm (one `sbatch` script) or srtctl
+    /// Output format: shell, json, sglang-config, kubernetes (LeaderWorkerSets), rbg (a
+    /// RoleBasedGroup), dynamo (a DynamoGraphDeployment), slurm (one `sbatch` script) or srtctl
     /// (an srt-slurm recipe).
-    #[arg(short, long, default_value = "shell", value_parser = ["shell", "json", "sglang-config", "kubernetes", "slurm", "srtctl"])]
+    #[arg(short, long, default_value = "shell", value_parser = ["shell", "json", "sglang-config", "kubernetes", "rbg", "dynamo", "slurm", "srtctl"])]
     pub format: String,
     /// Write one file per process into this directory instead of printing.
     #[arg(short, long)]
