@@ -44,11 +44,18 @@ pub enum Format {
     /// Kubernetes manifests: a LeaderWorkerSet per side (or per instance), the router's
     /// Deployment and Service.
     Kubernetes,
+    /// A picture of the processes, their links and the findings on them, as SVG
+    /// (`deployment.svg`); drawn by [`crate::picture::render`].
+    Svg,
+    /// The same picture as a Mermaid flowchart (`deployment.mmd`); drawn by
+    /// [`crate::picture::render`].
+    Mermaid,
 }
 
 impl Format {
     /// Every format.
-    pub const ALL: [Format; 4] = [Format::Shell, Format::Json, Format::SglangConfig, Format::Kubernetes];
+    pub const ALL: [Format; 6] =
+        [Format::Shell, Format::Json, Format::SglangConfig, Format::Kubernetes, Format::Svg, Format::Mermaid];
     /// The name used on the command line.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -56,7 +63,14 @@ impl Format {
             Format::Json => "json",
             Format::SglangConfig => "sglang-config",
             Format::Kubernetes => "kubernetes",
+            Format::Svg => "svg",
+            Format::Mermaid => "mermaid",
         }
+    }
+    /// True for the picture formats, which show the rules' findings and so are drawn above the
+    /// rules, by [`crate::picture::render`].
+    pub fn is_picture(self) -> bool {
+        matches!(self, Format::Svg | Format::Mermaid)
     }
     /// Why this format cannot target `release`, if it cannot.
     pub fn unsupported_reason(self, release: crate::release::Release) -> Option<String> {
@@ -103,7 +117,10 @@ impl std::fmt::Display for RenderError {
     }
 }
 
-/// Renders a deployment in a format, or says why the format cannot render it.
+/// Renders a deployment in a text format, or says why the format cannot render it. The picture
+/// formats show the rules' findings, which sit a layer above the renderer (the rules read the
+/// Kubernetes placement here): [`crate::picture::render`] draws them, and renders every other
+/// format through this function.
 pub fn render(d: &Deployment, format: Format) -> Result<Vec<RenderedFile>, RenderError> {
     if let Some(reason) = format.unsupported_reason(d.sglang_version) {
         return Err(RenderError::general(reason));
@@ -113,6 +130,12 @@ pub fn render(d: &Deployment, format: Format) -> Result<Vec<RenderedFile>, Rende
         Format::Json => vec![render_json(&plan(d))],
         Format::SglangConfig => render_config(&plan(d)),
         Format::Kubernetes => vec![render_kubernetes(d)?],
+        Format::Svg | Format::Mermaid => {
+            return Err(RenderError::general(format!(
+                "the {} picture is drawn with the rules' findings by `picture::render`",
+                format.as_str()
+            )))
+        }
     })
 }
 
