@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use clap::builder::PossibleValuesParser;
 use pdlaunch_core::picture::render;
 use pdlaunch_core::render::{bundle, Format, RenderError, RenderedFile};
 use pdlaunch_core::rules::{check, Severity};
@@ -16,7 +17,7 @@ pub struct Args {
     /// Output format: shell, json, sglang-config, kubernetes, or a picture of the processes,
     /// their links and the findings on them: svg (`deployment.svg`) or mermaid (`deployment.mmd`,
     /// a Mermaid flowchart for Markdown). A picture is drawn even when there are errors: it shows them.
-    #[arg(short, long, default_value = "shell", value_parser = ["shell", "json", "sglang-config", "kubernetes", "svg", "mermaid"])]
+    #[arg(short, long, default_value = "shell", value_parser = PossibleValuesParser::new(Format::ALL.map(Format::as_str)))]
     pub format: String,
     /// Write one file per process (or the picture's one file) into this directory instead of printing.
     #[arg(short, long)]
