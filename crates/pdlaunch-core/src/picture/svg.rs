@@ -10,7 +10,7 @@ const PAD: i64 = 16;
 const HEADER_H: i64 = 70;
 /// Left edge and width of the router, prefill and decode columns.
 const COL_X: [i64; 3] = [PAD, 296, 816];
-const COL_W: [i64; 3] = [200, 280, 280];
+const COL_W: [i64; 3] = [220, 280, 280];
 const HEAD_H: i64 = 24;
 const ROW_H: i64 = 40;
 const MORE_NODES_H: i64 = 20;
@@ -180,7 +180,11 @@ pub fn svg(g: &Graph) -> String {
     s.push_str("</g>\n");
     if let (Some(r), Some(rect)) = (&g.router, lay.router) {
         let mut lines = vec![(format!("listens on {}", r.listen), false)];
-        lines.extend(r.unmatched.iter().map(|u| (format!("{u}: no such server"), true)));
+        // `--decode http://h:1` reads `no decode at h:1`, to fit the box.
+        lines.extend(r.unmatched.iter().map(|u| {
+            let (flag, url) = u.split_once(" http://").unwrap_or(("", u));
+            (format!("no {} at {url}", flag.trim_start_matches('-')), true)
+        }));
         let mut title = format!("router\nlistens on {}", r.listen);
         for u in &r.unmatched {
             let _ = write!(title, "\n{u}: reaches no server of this picture");
@@ -307,10 +311,10 @@ fn simple_box(
         let fill = if *bad { colour(Severity::Error) } else { INK };
         let _ = writeln!(
             s,
-            "<text x=\"{}\" y=\"{}\" fill=\"{fill}\">{}</text>",
+            "<text x=\"{}\" y=\"{}\" font-size=\"10\" fill=\"{fill}\">{}</text>",
             r.x + 10,
             r.y + 36 + 16 * k as i64,
-            esc(&shorten(line, box_chars(r)))
+            esc(&shorten(line, usize::try_from((r.w - 20) / 6).unwrap_or(0)))
         );
     }
     badge(s, marks, findings, r.x + r.w - 4, r.y - 8);

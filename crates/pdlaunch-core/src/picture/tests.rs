@@ -279,3 +279,28 @@ fn render_gives_one_file_per_picture_format_and_every_other_format_too() {
     assert_eq!(Format::parse("svg"), Some(Format::Svg));
     assert_eq!(Format::parse("mermaid"), Some(Format::Mermaid));
 }
+
+#[test]
+fn a_router_entry_finding_marks_the_routers_link_to_that_server() {
+    let script = pd_script("", "").replace("--prefill http://127.0.0.1:30000", "--prefill http://127.0.0.1:30000 9000");
+    let l = lint(&[("run.sh", &script)]);
+    assert!(l.findings.iter().any(|f| f.finding.code == "PD017"), "{:?}", l.findings);
+    let text = svg(&of_lint_group(&l, 0).unwrap());
+    let doc = parsed(&text);
+    assert_eq!(carrying(&doc, "PD017"), ["http-prefill-0"]);
+    assert!(text_of(by_id(&doc, "http-prefill-0")).contains("bootstrap 9000"));
+}
+
+#[test]
+fn a_router_entry_that_reaches_no_server_is_written_in_the_router_box() {
+    let mut d = llama();
+    d.decode.extra_args = vec!["--port".into(), "31000".into()];
+    let g = of_deployment(&d);
+    let router = g.router.as_ref().unwrap();
+    assert_eq!(router.unmatched, ["--decode http://10.0.0.11:30001"]);
+    let text = svg(&g);
+    let doc = parsed(&text);
+    assert_eq!(groups(&doc, "http").len(), 1, "only the prefill is reached");
+    let router = text_of(by_id(&doc, "router"));
+    assert!(router.contains("no decode at 10.0.0.11:30001") && router.contains("--decode http://10.0.0.11:30001"));
+}
