@@ -13,9 +13,9 @@
 //!   one link holding the KV transfer (solid, prefill → decode, labelled with the transfer backend
 //!   and the IB devices of both ends) and the bootstrap query (dashed, decode → the prefill's
 //!   bootstrap server): the router pairs any prefill with any decode.
-//! - **Findings.** Each finding goes where it points: a finding that names a prefill and a decode
-//!   marks the link of each named pair (PD001's page-size mismatch); one that names the router and
-//!   servers of one side marks the router's links to them; a port collision (PD019) or a GPU
+//! - **Findings.** Each finding goes where it points: a finding of a rule about the pairing
+//!   ([`PAIR_CODES`]) that names a prefill and a decode marks the link of each named pair (PD001's
+//!   page-size mismatch); one that names the router and servers marks the router's links to them; a port collision (PD019) or a GPU
 //!   topology problem (PD020) marks the boxes of the processes involved and their port or GPU range;
 //!   any other marks the boxes it names. A marked box or link gets the colour of its worst
 //!   severity (red for an error), a badge with the codes, and `data-findings="PD001 PD020"`. What
@@ -597,6 +597,16 @@ fn or_none(s: &str) -> &str {
 const PORT_CODE: &str = "PD019";
 const GPU_CODE: &str = "PD020";
 
+/// The rules about how a prefill and a decode work together (their KV layout, transfer, bootstrap,
+/// settings that must match): a finding of one that names servers of both sides goes on the links
+/// of the pairs it names. Any other rule's findings go on the boxes they name, even when they name
+/// both sides (PD038 lists every server whose heads do not divide): a rule added later lands on
+/// boxes until it is listed here.
+pub const PAIR_CODES: &[&str] = &[
+    "PD001", "PD002", "PD003", "PD004", "PD005", "PD006", "PD007", "PD008", "PD009", "PD010", "PD012", "PD017",
+    "PD018", "PD022", "PD023", "PD033", "PD036",
+];
+
 fn place_finding(
     g: &mut Graph,
     fi: usize,
@@ -619,11 +629,12 @@ fn place_finding(
         by_instance.iter().find(|(_, _, it)| *it == t.instance()).and_then(|(r, _, _)| *r)
     };
     let resource = f.code == PORT_CODE || f.code == GPU_CODE;
+    let pair = PAIR_CODES.contains(&f.code);
     let prefills: Vec<Target> =
         unique(servers.iter().filter(|t| role_of(**t) == Some(Role::Prefill)).map(|t| t.instance()));
     let decodes: Vec<Target> =
         unique(servers.iter().filter(|t| role_of(**t) == Some(Role::Decode)).map(|t| t.instance()));
-    if !resource && !prefills.is_empty() && !decodes.is_empty() {
+    if pair && !prefills.is_empty() && !decodes.is_empty() {
         for &p in &prefills {
             for &d in &decodes {
                 mark_pair(g, fi, p, d);

@@ -18,6 +18,8 @@ const GAP: i64 = 14;
 const MORE_H: i64 = 46;
 const LANE: i64 = 8;
 const LEGEND_H: i64 = 40;
+/// Characters of a finding's message in a hover text.
+const MESSAGE_CHARS: usize = 300;
 /// KV links that each carry their label; over this, one caption says what they share.
 const KV_LABELS: usize = 4;
 /// Characters of a value that fit a row (11 px text).
@@ -221,7 +223,8 @@ fn finding_lines(marks: &[Mark], findings: &[usize]) -> String {
     let mut out = String::new();
     for &i in findings {
         let m = &marks[i];
-        let _ = write!(out, "\n{} {}: {}", m.code, m.severity.as_str(), m.message);
+        // A finding may list every server; the hover keeps its start, `check` prints the rest.
+        let _ = write!(out, "\n{} {}: {}", m.code, m.severity.as_str(), shorten(&m.message, MESSAGE_CHARS));
     }
     out
 }

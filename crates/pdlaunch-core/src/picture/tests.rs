@@ -214,6 +214,13 @@ fn eight_by_eight_of_four_nodes_stays_within_bounds_and_larger_fleets_collapse()
     assert!(text.len() < 220_000, "{} bytes", text.len());
     assert!(doc.descendants().any(|n| n.attribute("id") == Some("http-more-prefill")));
 
+    // TP 48 over 6 nodes: PD038 names every one of the 174 servers, yet the picture stays small.
+    let d = fleet(20, 9, 6);
+    let text = svg(&of_deployment(&d));
+    let doc = parsed(&text);
+    assert!(carrying(&doc, "PD038").len() > 60, "PD038 is on the drawn boxes");
+    assert!(text.len() < 220_000, "{} bytes", text.len());
+
     // An instance of many nodes draws four and counts the rest.
     let g = of_deployment(&fleet(1, 1, 6));
     assert_eq!(g.instances[0].processes.len(), MAX_NODES);
@@ -303,4 +310,20 @@ fn a_router_entry_that_reaches_no_server_is_written_in_the_router_box() {
     assert_eq!(groups(&doc, "http").len(), 1, "only the prefill is reached");
     let router = text_of(by_id(&doc, "router"));
     assert!(router.contains("no decode at 10.0.0.11:30001") && router.contains("--decode http://10.0.0.11:30001"));
+}
+
+#[test]
+fn the_pair_rules_are_rules_and_a_side_wide_finding_stays_on_the_boxes() {
+    for code in PAIR_CODES {
+        assert!(crate::rules::rule(code).is_some_and(|r| r.code == *code), "{code} is no rule");
+    }
+    // TP 3 divides neither side's 8 KV heads: PD038 names both sides' servers, each its own problem.
+    let mut d = llama();
+    d.prefill.tp = 3;
+    d.decode.tp = 3;
+    d.prefill.instances[0].nodes[0].host = "10.0.0.12".into();
+    let g = of_deployment(&d);
+    let text = svg(&g);
+    let doc = parsed(&text);
+    assert_eq!(carrying(&doc, "PD038"), ["prefill-0-node-0", "decode-0-node-0"], "{:?}", g.findings);
 }
