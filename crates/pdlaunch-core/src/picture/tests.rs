@@ -327,3 +327,18 @@ fn the_pair_rules_are_rules_and_a_side_wide_finding_stays_on_the_boxes() {
     let doc = parsed(&text);
     assert_eq!(carrying(&doc, "PD038"), ["prefill-0-node-0", "decode-0-node-0"], "{:?}", g.findings);
 }
+
+#[test]
+fn a_server_of_unknown_role_is_drawn_in_the_first_column_with_its_finding() {
+    let script = "python -m sglang.launch_server --model-path m --port 30000\n\
+                  python -m sglang.launch_server --model-path m --port 30001 --disaggregation-mode decode\n";
+    let l = lint(&[("x.txt", script)]);
+    let text = svg(&of_lint_group(&l, 0).expect("a group"));
+    let doc = parsed(&text);
+    let unknown = by_id(&doc, "server-0");
+    assert_eq!(unknown.attribute("data-role"), Some("unknown"));
+    let frame = unknown.children().find(|n| n.has_tag_name("rect")).unwrap();
+    assert_eq!(frame.attribute("x"), Some("16"), "drawn in the router's column");
+    assert_eq!(carrying(&doc, "PD037"), ["server-0-node-0"]);
+    assert_eq!(groups(&doc, "kv").len(), 0, "a server of no role pairs with nothing");
+}
