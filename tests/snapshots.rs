@@ -1,10 +1,12 @@
-//! Snapshot tests: the rendered output (or refusal) of every example in every format is pinned under
-//! `tests/snapshots/`. Review changes with `cargo insta review` (or `INSTA_UPDATE=always`).
+//! Snapshot tests: the rendered output (or refusal) of every example in every format, the SVG and
+//! Mermaid pictures too, is pinned under `tests/snapshots/`. Review changes with `cargo insta
+//! review` (or `INSTA_UPDATE=always`).
 
 use std::path::PathBuf;
 
 use pdlaunch_core::examples::EXAMPLES;
-use pdlaunch_core::render::{bundle, render, Format};
+use pdlaunch_core::picture::render;
+use pdlaunch_core::render::{bundle, Format};
 
 fn settings() -> insta::Settings {
     let mut s = insta::Settings::clone_current();

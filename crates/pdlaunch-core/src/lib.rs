@@ -17,6 +17,7 @@ pub mod float;
 pub mod lint;
 pub mod load;
 pub mod model;
+pub mod picture;
 pub mod plan;
 pub mod read;
 pub mod release;

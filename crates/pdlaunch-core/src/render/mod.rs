@@ -71,11 +71,17 @@ pub enum Format {
     Slurm,
     /// An srt-slurm recipe that `srtctl` turns into the same processes.
     Srtctl,
+    /// A picture of the processes, their links and the findings on them, as SVG
+    /// (`deployment.svg`); drawn by [`crate::picture::render`].
+    Svg,
+    /// The same picture as a Mermaid flowchart (`deployment.mmd`); drawn by
+    /// [`crate::picture::render`].
+    Mermaid,
 }
 
 impl Format {
     /// Every format.
-    pub const ALL: [Format; 8] = [
+    pub const ALL: [Format; 10] = [
         Format::Shell,
         Format::Json,
         Format::SglangConfig,
@@ -84,6 +90,8 @@ impl Format {
         Format::Dynamo,
         Format::Slurm,
         Format::Srtctl,
+        Format::Svg,
+        Format::Mermaid,
     ];
     /// The name used on the command line.
     pub fn as_str(self) -> &'static str {
@@ -96,7 +104,14 @@ impl Format {
             Format::Dynamo => "dynamo",
             Format::Slurm => "slurm",
             Format::Srtctl => "srtctl",
+            Format::Svg => "svg",
+            Format::Mermaid => "mermaid",
         }
+    }
+    /// True for the picture formats, which show the rules' findings and so are drawn above the
+    /// rules, by [`crate::picture::render`].
+    pub fn is_picture(self) -> bool {
+        matches!(self, Format::Svg | Format::Mermaid)
     }
     /// Why this format cannot target `release`, if it cannot.
     pub fn unsupported_reason(self, release: crate::release::Release) -> Option<String> {
@@ -143,7 +158,10 @@ impl std::fmt::Display for RenderError {
     }
 }
 
-/// Renders a deployment in a format, or says why the format cannot render it.
+/// Renders a deployment in a text format, or says why the format cannot render it. The picture
+/// formats show the rules' findings, which sit a layer above the renderer (the rules read the
+/// Kubernetes placement here): [`crate::picture::render`] draws them, and renders every other
+/// format through this function.
 pub fn render(d: &Deployment, format: Format) -> Result<Vec<RenderedFile>, RenderError> {
     if let Some(reason) = format.unsupported_reason(d.sglang_version) {
         return Err(RenderError::general(reason));
@@ -157,6 +175,12 @@ pub fn render(d: &Deployment, format: Format) -> Result<Vec<RenderedFile>, Rende
         Format::Dynamo => vec![render_dynamo(d)?],
         Format::Slurm => vec![render_slurm(d)?],
         Format::Srtctl => vec![render_srtctl(d)?],
+        Format::Svg | Format::Mermaid => {
+            return Err(RenderError::general(format!(
+                "the {} picture is drawn with the rules' findings by `picture::render`",
+                format.as_str()
+            )))
+        }
     })
 }
 

@@ -685,7 +685,8 @@ mod edge_values {
     use serde_json::{json, Value};
 
     use crate::load::{parse_deployment, Syntax};
-    use crate::render::{render, Format};
+    use crate::picture::render;
+    use crate::render::Format;
 
     #[test]
     fn divisors_agree_with_trial_division() {
@@ -704,8 +705,8 @@ mod edge_values {
     }
 
     /// Every numeric field the schema declares, at zero, one, its largest values and fractions,
-    /// in every example where its object exists: a deployment the loader accepts renders and is
-    /// checked without a panic.
+    /// in every example where its object exists: a deployment the loader accepts renders (the
+    /// picture formats too) and is checked without a panic.
     #[test]
     fn numeric_fields_at_their_edges_never_panic() {
         let schema = crate::schema::schema_value(crate::schema::Dialect::Draft07);
