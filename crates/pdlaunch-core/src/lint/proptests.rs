@@ -17,8 +17,14 @@
 //! `slurm` and `srtctl` formats; the recipe also starts the plan's processes, srtctl's own hosts,
 //! ports and GPUs apart.
 //!
-//! `every_engine_runs_the_same_server_arguments`: the servers read back from each engine format
-//! run the `json` format's arguments, but for the options that say where each runs.
+//! `every_engine_runs_the_same_server_arguments`: the servers the linter reads back from every
+//! launch format (`shell`, `sglang-config` with its `--config` files, `kubernetes`, `rbg`,
+//! `dynamo`, `slurm`, `srtctl`; the pictures are not launches) run the `json` format's options,
+//! compared as argparse ends with them (destination and value, `--config` files expanded), but
+//! for those each engine decides itself: where a pod runs for the Kubernetes engines, srtctl's
+//! own for a recipe, none for the scripts (the sbatch script's against the plan on its nodes,
+//! `$node_k`). A format that refuses a case is left out of that case only; the test prints how
+//! many cases each format compared and fails under an eighth.
 //!
 //! The fuzz tests feed each reader arbitrary text and near-valid mutations of the fixtures, and
 //! print how many inputs each tried; a panic fails them.
@@ -399,6 +405,43 @@ fn dynamo_graphs_are_a_fixed_point() {
     manifests_are_a_fixed_point(crate::render::Format::Dynamo);
 }
 
+/// `d` without what `format` (`kubernetes`, `rbg` or `dynamo`) refuses for reasons of its own.
+fn fit_manifests(format: crate::render::Format, d: &mut Deployment) {
+    // What the format refuses for reasons of its own (tested apart): nodes of an instance
+    // that start differently, and instance ports of their own with discovery; a
+    // RoleBasedGroup has no exclusive topology per group.
+    let discovery = d.kubernetes.service_discovery;
+    for role in Role::BOTH {
+        for inst in &mut d.side_mut(role).instances {
+            let (ib, gpus) = (inst.nodes[0].ib_device.clone(), inst.nodes[0].gpus);
+            for node in &mut inst.nodes {
+                (node.ib_device, node.gpus) = (ib.clone(), gpus);
+            }
+            if discovery {
+                inst.port = None;
+            }
+        }
+    }
+    if format == crate::render::Format::Rbg {
+        d.kubernetes.exclusive_topology = None;
+    }
+    // A Dynamo graph's multi-node workers rendezvous at the operator's port, in a Dynamo
+    // runtime built on the release (no Dynamo release ships 0.5.23 yet), behind Dynamo's
+    // own Frontend; it writes no labels or annotations yet.
+    if format == crate::render::Format::Dynamo {
+        for role in Role::BOTH {
+            for inst in &mut d.side_mut(role).instances {
+                inst.dist_init_port = None;
+            }
+        }
+        d.launcher.image = Some(format!("registry.local/sglang:v{}-dynamo", d.sglang_version));
+        let k = &mut d.kubernetes;
+        (k.service_discovery, k.router_replicas, k.exclusive_topology) = (false, 1, None);
+        k.labels.clear();
+        k.pod_annotations.clear();
+    }
+}
+
 /// For any deployment and cluster settings `format` renders (as one file), the deployment the
 /// linter reconstructs from that file renders the very same file.
 fn manifests_are_a_fixed_point(format: crate::render::Format) {
@@ -413,39 +456,7 @@ fn manifests_are_a_fixed_point(format: crate::render::Format) {
     runner
         .run(&(deployment(), cluster()), |(mut d, k)| {
             d.kubernetes = k;
-            // What the format refuses for reasons of its own (tested apart): nodes of an instance
-            // that start differently, and instance ports of their own with discovery; a
-            // RoleBasedGroup has no exclusive topology per group.
-            let discovery = d.kubernetes.service_discovery;
-            for role in Role::BOTH {
-                for inst in &mut d.side_mut(role).instances {
-                    let (ib, gpus) = (inst.nodes[0].ib_device.clone(), inst.nodes[0].gpus);
-                    for node in &mut inst.nodes {
-                        (node.ib_device, node.gpus) = (ib.clone(), gpus);
-                    }
-                    if discovery {
-                        inst.port = None;
-                    }
-                }
-            }
-            if format == crate::render::Format::Rbg {
-                d.kubernetes.exclusive_topology = None;
-            }
-            // A Dynamo graph's multi-node workers rendezvous at the operator's port, in a Dynamo
-            // runtime built on the release (no Dynamo release ships 0.5.23 yet), behind Dynamo's
-            // own Frontend; it writes no labels or annotations yet.
-            if format == crate::render::Format::Dynamo {
-                for role in Role::BOTH {
-                    for inst in &mut d.side_mut(role).instances {
-                        inst.dist_init_port = None;
-                    }
-                }
-                d.launcher.image = Some(format!("registry.local/sglang:v{}-dynamo", d.sglang_version));
-                let k = &mut d.kubernetes;
-                (k.service_discovery, k.router_replicas, k.exclusive_topology) = (false, 1, None);
-                k.labels.clear();
-                k.pod_annotations.clear();
-            }
+            fit_manifests(format, &mut d);
             let Ok(file) = render(&d) else { return Ok(()) };
             rendered.set(rendered.get() + 1);
             let linted = lint(&[Input::new("k8s.yaml", file.contents.as_str())], &Options::default());
@@ -537,6 +548,25 @@ fn sbatch_scripts_are_a_fixed_point() {
     eprintln!("sbatch fixed point: {} of {n} generated deployments rendered and came back the same", rendered.get());
 }
 
+/// `d` without what the `srtctl` format refuses (tested apart).
+fn fit_srtctl(d: &mut Deployment) {
+    // What srtctl decides itself (refusals tested apart): the router's address and port,
+    // the interpreter, and one set of arguments for the processes of a role.
+    (d.router.host, d.router.port, d.launcher.python) = ("0.0.0.0".into(), 8000, "python3".into());
+    d.prefill.gpu = Some(Gpu::H200);
+    // The workers of a role are alike: each instance has the first one's nodes.
+    for role in Role::BOTH {
+        let first = d.side(role).instances[0].nodes.clone();
+        let ib = first[0].ib_device.clone();
+        for inst in &mut d.side_mut(role).instances {
+            inst.nodes.resize(first.len(), first[0].clone());
+            for node in &mut inst.nodes {
+                node.ib_device = ib.clone();
+            }
+        }
+    }
+}
+
 #[test]
 fn srtctl_recipes_are_a_fixed_point() {
     let n = cases(150);
@@ -544,21 +574,7 @@ fn srtctl_recipes_are_a_fixed_point() {
     let rendered = std::cell::Cell::new(0);
     runner
         .run(&deployment(), |mut d| {
-            // What srtctl decides itself (refusals tested apart): the router's address and port,
-            // the interpreter, and one set of arguments for the processes of a role.
-            (d.router.host, d.router.port, d.launcher.python) = ("0.0.0.0".into(), 8000, "python3".into());
-            d.prefill.gpu = Some(Gpu::H200);
-            // The workers of a role are alike: each instance has the first one's nodes.
-            for role in Role::BOTH {
-                let first = d.side(role).instances[0].nodes.clone();
-                let ib = first[0].ib_device.clone();
-                for inst in &mut d.side_mut(role).instances {
-                    inst.nodes.resize(first.len(), first[0].clone());
-                    for node in &mut inst.nodes {
-                        node.ib_device = ib.clone();
-                    }
-                }
-            }
+            fit_srtctl(&mut d);
             let Ok(file) = crate::render::render_srtctl(&d) else { return Ok(()) };
             rendered.set(rendered.get() + 1);
             crate::render::assert_recipe_runs_the_plan(&d);
@@ -581,9 +597,9 @@ fn srtctl_recipes_are_a_fixed_point() {
     assert!(rendered.get() * 8 >= n, "too few generated deployments render as a recipe");
 }
 
-/// The options whose values name where a server runs rather than what it runs: each engine
-/// writes its own (pod names, the engine's rank and leader variables, `0.0.0.0`, GPUs from 0, one
-/// port per pod).
+/// The options whose values name where a server runs rather than what it runs: each Kubernetes
+/// engine writes its own (pod names, the engine's rank and leader variables, `0.0.0.0`, GPUs from
+/// 0, one port per pod).
 const PLACEMENT: &[&str] = &[
     "--host",
     "--port",
@@ -595,81 +611,205 @@ const PLACEMENT: &[&str] = &[
     "--nccl-port",
 ];
 
-/// Each distinct server argv of a side, less its placement options (and their values).
-fn unplaced<'a>(
-    argvs: impl Iterator<Item = &'a [String]>,
-) -> BTreeMap<String, std::collections::BTreeSet<Vec<String>>> {
-    let mut out: BTreeMap<String, std::collections::BTreeSet<Vec<String>>> = BTreeMap::new();
-    for argv in argvs {
-        let (mut kept, mut i) = (Vec::new(), 0);
-        while i < argv.len() {
-            if PLACEMENT.contains(&argv[i].as_str()) {
-                i += 2;
-                continue;
-            }
-            kept.push(argv[i].clone());
-            i += 1;
-        }
-        let mode = kept.iter().position(|w| w == "--disaggregation-mode").and_then(|i| kept.get(i + 1)).cloned();
-        out.entry(mode.unwrap_or_default()).or_default().insert(kept);
+/// The server options srtctl writes itself, as `render/srtctl.rs` says: the nodes (`--nnodes`,
+/// `--node-rank`, `--dist-init-addr`), the GPUs (`--base-gpu-id`), `--host`, the ports,
+/// `--model-path`, `--served-model-name` and `--disaggregation-mode`.
+const SRTCTL_OWNED: &[&str] = &[
+    "--nnodes",
+    "--node-rank",
+    "--dist-init-addr",
+    "--base-gpu-id",
+    "--host",
+    "--port",
+    "--disaggregation-bootstrap-port",
+    "--nccl-port",
+    "--model-path",
+    "--served-model-name",
+    "--disaggregation-mode",
+];
+
+/// Each launch format, with the server options whose values the engine decides itself (not
+/// compared) and whether the linter reads one server per process (else one per template: a
+/// LeaderWorkerSet's leader and worker, whatever its size and replicas). The `slurm` format's
+/// servers run on the job's nodes, `$node_k`, and are compared with the plan on those nodes.
+const LAUNCH_FORMATS: &[(crate::render::Format, &[&str], bool)] = {
+    use crate::render::Format;
+    &[
+        (Format::Shell, &[], true),
+        (Format::SglangConfig, &[], true),
+        (Format::Kubernetes, PLACEMENT, false),
+        (Format::Rbg, PLACEMENT, false),
+        (Format::Dynamo, PLACEMENT, false),
+        (Format::Slurm, &[], true),
+        (Format::Srtctl, SRTCTL_OWNED, true),
+    ]
+};
+
+/// The test excludes for `srtctl` exactly what the renderer leaves to srtctl; and every format
+/// but `json` (the reference) and the pictures is compared.
+#[test]
+fn every_launch_format_is_compared() {
+    use crate::render::Format;
+    let set = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<std::collections::BTreeSet<_>>();
+    assert_eq!(set(SRTCTL_OWNED), set(crate::render::SRTCTL_SERVER_OWNED));
+    let compared: Vec<Format> = LAUNCH_FORMATS.iter().map(|f| f.0).collect();
+    let launches: Vec<Format> = Format::ALL.into_iter().filter(|f| !f.is_picture() && *f != Format::Json).collect();
+    assert_eq!(compared, launches);
+}
+
+/// A server's effective options as argparse reads them: each destination's final value (the last
+/// occurrence wins, `--config` files first), and what argparse would reject.
+type Effective = (BTreeMap<&'static str, String>, Vec<String>);
+
+/// The effective options of `parsed`, less the options of `owned`.
+fn effective(parsed: &crate::spec::Parsed, spec: &crate::spec::Spec, owned: &[&str]) -> Effective {
+    let owned: Vec<&str> = owned.iter().filter_map(|s| spec.get(s)).map(|f| f.dest.as_str()).collect();
+    let mut options = BTreeMap::new();
+    for u in parsed.uses.iter().filter(|u| !owned.contains(&u.dest)) {
+        options.insert(u.dest, format!("{:?}", parsed.get(u.dest).expect("used")));
+    }
+    (options, parsed.problems.iter().map(|p| p.to_string()).collect())
+}
+
+/// The servers of each role (`--disaggregation-mode`), each distinct one with how many run it
+/// (or 1, when `per_process` is false).
+type Servers = BTreeMap<String, BTreeMap<Effective, usize>>;
+
+fn servers<'a>(
+    parsed: impl Iterator<Item = &'a crate::spec::Parsed>,
+    spec: &crate::spec::Spec,
+    owned: &[&str],
+    per_process: bool,
+) -> Servers {
+    let mut out = Servers::new();
+    for p in parsed {
+        let mode = p.get("disaggregation_mode").map(|v| v.as_text()).unwrap_or_default();
+        let n = out.entry(mode).or_default().entry(effective(p, spec, owned)).or_insert(0);
+        *n = if per_process { *n + 1 } else { 1 };
     }
     out
 }
 
-/// For any deployment that every engine format renders, the servers the linter reads from the
-/// LeaderWorkerSets, the RoleBasedGroup and the DynamoGraphDeployment run the arguments the
-/// `json` (and `shell`) format gives them, but for where each runs.
+/// What differs between two sets of servers, option by option: what a failure says first.
+fn difference(got: &Servers, want: &Servers) -> Vec<String> {
+    let mut out = Vec::new();
+    let roles: std::collections::BTreeSet<&String> = got.keys().chain(want.keys()).collect();
+    for role in roles {
+        let none = BTreeMap::new();
+        let (g, w) = (got.get(role).unwrap_or(&none), want.get(role).unwrap_or(&none));
+        let only = |a: &BTreeMap<Effective, usize>, b: &BTreeMap<Effective, usize>| -> Vec<(Effective, usize)> {
+            a.iter().filter(|(k, n)| b.get(*k) != Some(*n)).map(|(k, n)| (k.clone(), *n)).collect()
+        };
+        let (og, ow) = (only(g, w), only(w, g));
+        if og.len() != ow.len() {
+            out.push(format!("{role}: {} distinct servers, not {}", g.len(), w.len()));
+        }
+        for ((gk, gn), (wk, wn)) in og.iter().zip(&ow) {
+            for (dest, v) in &wk.0 {
+                match gk.0.get(dest) {
+                    None => out.push(format!("{role}: `{dest}` ({v}) is missing")),
+                    Some(x) if x != v => out.push(format!("{role}: `{dest}` is {x}, not {v}")),
+                    Some(_) => {}
+                }
+            }
+            for (dest, v) in gk.0.iter().filter(|(d, _)| !wk.0.contains_key(*d)) {
+                out.push(format!("{role}: `{dest}` ({v}) is extra"));
+            }
+            if gk.1 != wk.1 {
+                out.push(format!("{role}: argparse rejects {:?}, not {:?}", gk.1, wk.1));
+            }
+            if gk == wk && gn != wn {
+                out.push(format!("{role}: {gn} servers run one argv, not {wn}"));
+            }
+        }
+    }
+    out
+}
+
+/// The servers of the `json` format's document: the reference.
+fn json_servers(d: &Deployment, owned: &[&str], per_process: bool) -> Servers {
+    let files = crate::render::render(d, crate::render::Format::Json).expect("json renders everything");
+    let doc: serde_json::Value = serde_json::from_str(&files[0].contents).expect("json");
+    let spec = d.sglang_version.spec();
+    let parsed: Vec<crate::spec::Parsed> = doc["servers"]
+        .as_array()
+        .expect("servers")
+        .iter()
+        .map(|s| {
+            let argv: Vec<String> = serde_json::from_value(s["argv"].clone()).expect("argv");
+            // The interpreter, `-m` and the module.
+            crate::spec::parse_argv(spec, &argv[3..])
+        })
+        .collect();
+    servers(parsed.iter(), spec, owned, per_process)
+}
+
+/// For any deployment, the servers the linter reads from every launch format (the scripts of
+/// `shell`, the `--config` files of `sglang-config` with the scripts that load them, the
+/// manifests, the sbatch script, the srtctl recipe) run the options the `json` format gives
+/// them, but for those that say where each runs and the engine decides. A format that refuses a
+/// case is left out of that case only; each must compare at least an eighth of the cases.
 #[test]
 fn every_engine_runs_the_same_server_arguments() {
     use crate::render::Format;
     let n = cases(100);
     let mut runner = TestRunner::new(Config { cases: n, failure_persistence: None, ..Config::default() });
-    let compared = std::cell::Cell::new(0);
+    let compared = std::cell::RefCell::new(BTreeMap::<&'static str, u32>::new());
     runner
         .run(&(deployment(), cluster()), |(mut d, k)| {
             d.kubernetes = k;
-            // What one of the formats refuses (tested apart).
-            for role in Role::BOTH {
-                for inst in &mut d.side_mut(role).instances {
-                    let (ib, gpus) = (inst.nodes[0].ib_device.clone(), inst.nodes[0].gpus);
-                    for node in &mut inst.nodes {
-                        (node.ib_device, node.gpus) = (ib.clone(), gpus);
+            for &(format, owned, per_process) in LAUNCH_FORMATS {
+                // What the format refuses for reasons of its own (tested apart).
+                let mut d = d.clone();
+                match format {
+                    Format::Kubernetes | Format::Rbg | Format::Dynamo => fit_manifests(format, &mut d),
+                    Format::Srtctl => fit_srtctl(&mut d),
+                    // A router on an address of no node of the job: on a deployment host.
+                    Format::Slurm if d.router.host != "0.0.0.0" => {
+                        d.router.host = d.decode.instances[0].nodes[0].host.clone();
                     }
-                    inst.dist_init_port = None;
+                    _ => {}
                 }
-            }
-            d.launcher.image = Some(format!("registry.local/sglang:v{}-dynamo", d.sglang_version));
-            let k = &mut d.kubernetes;
-            (k.service_discovery, k.router_replicas, k.exclusive_topology) = (false, 1, None);
-            k.labels.clear();
-            k.pod_annotations.clear();
-            let plan = crate::plan::plan(&d);
-            let want = unplaced(
-                plan.servers
+                let Ok(files) = crate::render::render(&d, format) else { continue };
+                let inputs: Vec<Input> = files
                     .iter()
-                    .map(|p| plan.server_argv(p)[3..].to_vec())
-                    .collect::<Vec<_>>()
-                    .iter()
-                    .map(Vec::as_slice),
-            );
-            prop_assert_eq!(want.keys().map(String::as_str).collect::<Vec<_>>(), ["decode", "prefill"]);
-            for format in [Format::Kubernetes, Format::Rbg, Format::Dynamo] {
-                let Ok(files) = crate::render::render(&d, format) else { return Ok(()) };
-                let linted = lint(&[Input::new("engine.yaml", files[0].contents.as_str())], &Options::default());
-                let servers: Vec<Vec<String>> = linted
-                    .launches
-                    .iter()
-                    .filter(|l| l.program == super::launch::Program::Server)
-                    .map(|l| l.args.iter().map(|w| w.text.clone()).collect())
+                    .map(|f| match format {
+                        Format::SglangConfig if f.name.ends_with(".yaml") => Input::config(&f.name, &f.contents),
+                        _ => Input::new(&f.name, &f.contents),
+                    })
                     .collect();
-                let got = unplaced(servers.iter().map(Vec::as_slice));
-                prop_assert_eq!(&got, &want, "{}", format.as_str());
+                let opts = Options {
+                    release: Some(d.sglang_version),
+                    router_release: Some(d.router_version),
+                    ..Options::default()
+                };
+                let linted = lint(&inputs, &opts);
+                prop_assert_eq!(linted.groups.len(), 1, "{}", format.as_str());
+                let group = &linted.groups[0];
+                let got =
+                    servers(group.servers.iter().map(|s| &s.view.parsed), group.release.spec(), owned, per_process);
+                let placed = if format == Format::Slurm { on_job_nodes(&d) } else { d.clone() };
+                let want = json_servers(&placed, owned, per_process);
+                prop_assert_eq!(want.keys().map(String::as_str).collect::<Vec<_>>(), ["decode", "prefill"]);
+                prop_assert!(
+                    got == want,
+                    "{}: {}\nread back: {:?}\njson: {:?}",
+                    format.as_str(),
+                    difference(&got, &want).join("; "),
+                    got,
+                    want
+                );
+                *compared.borrow_mut().entry(format.as_str()).or_default() += 1;
             }
-            compared.set(compared.get() + 1);
             Ok(())
         })
         .unwrap();
-    eprintln!("engines' server arguments: {} of {n} generated deployments compared", compared.get());
+    let compared = compared.into_inner();
+    for &(format, _, _) in LAUNCH_FORMATS {
+        let c = compared.get(format.as_str()).copied().unwrap_or(0);
+        eprintln!("engines' server arguments: {} compared in {c} of {n} generated deployments", format.as_str());
+        assert!(c * 8 >= n, "{}: too few generated deployments compared ({c} of {n})", format.as_str());
+    }
 }
 
 // ---- fuzzing: no reader panics ----

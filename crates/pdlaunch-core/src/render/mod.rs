@@ -34,6 +34,9 @@ pub use slurm::{render_slurm, HEALTH_TIMEOUT_VAR};
 pub use srtctl::render_srtctl;
 #[cfg(test)]
 pub(crate) use srtctl::tests::assert_recipe_runs_the_plan;
+/// The server options srtctl writes itself (what the tests leave out of a recipe's servers).
+#[cfg(test)]
+pub(crate) use srtctl::SERVER_OWNED as SRTCTL_SERVER_OWNED;
 
 use crate::deployment::Deployment;
 use crate::plan::{plan, Plan};
