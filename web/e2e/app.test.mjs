@@ -152,6 +152,18 @@ describe('pdlaunch web app', () => {
     await accessible('builder with a finding');
   });
 
+  it('draws the deployment, with the page-size drift on the links it concerns', async () => {
+    // The decode's `--page-size 1` is still in place: each prefill-decode link carries PD001.
+    await page.waitForSelector('#picture svg [data-findings~="PD001"]');
+    const links = await page.locator('#picture svg .link.kv').count();
+    const marked = await page.locator('#picture svg .link.kv[data-findings~="PD001"]').count();
+    assert.ok(links > 0 && marked === links, `${marked} of ${links} pair links carry PD001`);
+    // One box per process.
+    assert.equal(await page.locator('#picture svg .process:not(.router)').count(), 3, 'two prefills and a decode');
+    await page.locator('#picture').scrollIntoViewIfNeeded();
+    await shot('picture-pd001');
+  });
+
   it('applies the one-click fix with the keyboard and is clean; undo brings the finding back', async () => {
     const button = page.locator('[data-path="decode.extra_args"] .finding[data-code="PD001"] .apply-fix').first();
     await button.focus();
@@ -164,6 +176,28 @@ describe('pdlaunch web app', () => {
     await page.locator('.finding[data-code="PD001"] .apply-fix').first().click();
     await page.waitForSelector('#diagnostics-summary[data-errors="0"]');
     await shot('builder-fixed');
+  });
+
+  it('draws every example, and offers every engine\'s output', async () => {
+    const examples = await page.$$eval('#preset option', (os) => os.map((o) => o.value).filter(Boolean));
+    assert.ok(examples.length >= 4, examples.join(' '));
+    for (const name of examples) {
+      await page.selectOption('#preset', name);
+      await page.waitForFunction((n) => document.querySelector('#f-name')?.value === n, name);
+      await page.waitForFunction((n) => document.querySelector('#picture svg title')?.textContent.startsWith(n), name);
+      await page.locator('#picture').scrollIntoViewIfNeeded();
+      await page.locator('#picture').screenshot({ path: join(ARTIFACTS, `picture-${name}.png`) });
+    }
+    await page.selectOption('#preset', PRESET);
+    await page.waitForFunction((n) => document.querySelector('#f-name')?.value === n, PRESET);
+    for (const [tab, kind] of [['rbg', /kind: RoleBasedGroup/], ['slurm', /#SBATCH/], ['srtctl', /prefill:/]]) {
+      assert.match(await output(tab), kind, tab);
+    }
+    // Dynamo ships no SGLang 0.5.23: the tab says why, as `pdlaunch render` does.
+    await page.click('#out-dynamo');
+    await page.waitForSelector('#output-unavailable');
+    assert.match(await page.textContent('#output-unavailable'), /Dynamo/);
+    await output('shell');
   });
 
   it('downloads shell and Kubernetes bundles byte-identical to `pdlaunch render`', async () => {
@@ -286,6 +320,8 @@ describe('pdlaunch web app', () => {
     // The fixed pair: both servers now use one page size.
     const fixed = await page.textContent('.fixed-text');
     assert.equal((fixed.match(/--page-size 64/g) ?? []).length, 2, fixed);
+    // The picture of what was read carries the drift on its link.
+    await page.waitForSelector('#lint-picture svg .link.kv[data-findings~="PD001"]');
     await shot('lint');
     // The reconstructed deployment keeps one page size for both sides: the drift is resolved.
     await page.click('#lint-open');

@@ -41,14 +41,31 @@ pub enum OutputTab {
     Json,
     /// LeaderWorkerSets and the router's Deployment and Service.
     Kubernetes,
+    /// One RoleBasedGroup.
+    Rbg,
+    /// One DynamoGraphDeployment.
+    Dynamo,
+    /// One `sbatch` script.
+    Slurm,
+    /// An srt-slurm recipe.
+    Srtctl,
     /// The deployment itself.
     Yaml,
 }
 
 impl OutputTab {
     /// Every tab, in display order.
-    pub const ALL: [OutputTab; 5] =
-        [OutputTab::Shell, OutputTab::Config, OutputTab::Json, OutputTab::Kubernetes, OutputTab::Yaml];
+    pub const ALL: [OutputTab; 9] = [
+        OutputTab::Shell,
+        OutputTab::Config,
+        OutputTab::Json,
+        OutputTab::Kubernetes,
+        OutputTab::Rbg,
+        OutputTab::Dynamo,
+        OutputTab::Slurm,
+        OutputTab::Srtctl,
+        OutputTab::Yaml,
+    ];
     /// Tab label.
     pub fn label(self) -> &'static str {
         match self {
@@ -56,17 +73,33 @@ impl OutputTab {
             OutputTab::Config => "SGLang config YAML",
             OutputTab::Json => "JSON",
             OutputTab::Kubernetes => "Kubernetes",
+            OutputTab::Rbg => "RoleBasedGroup",
+            OutputTab::Dynamo => "Dynamo",
+            OutputTab::Slurm => "SLURM",
+            OutputTab::Srtctl => "srtctl",
             OutputTab::Yaml => "Deployment YAML",
         }
     }
-    /// Short id used in element ids.
+    /// The format `pdlaunch render --format` names it by; `None` for the deployment itself.
+    pub fn format(self) -> Option<Format> {
+        Some(match self {
+            OutputTab::Shell => Format::Shell,
+            OutputTab::Config => Format::SglangConfig,
+            OutputTab::Json => Format::Json,
+            OutputTab::Kubernetes => Format::Kubernetes,
+            OutputTab::Rbg => Format::Rbg,
+            OutputTab::Dynamo => Format::Dynamo,
+            OutputTab::Slurm => Format::Slurm,
+            OutputTab::Srtctl => Format::Srtctl,
+            OutputTab::Yaml => return None,
+        })
+    }
+    /// Short id used in element ids: the format's name (`config` for `sglang-config`).
     pub fn id(self) -> &'static str {
         match self {
-            OutputTab::Shell => "shell",
             OutputTab::Config => "config",
-            OutputTab::Json => "json",
-            OutputTab::Kubernetes => "kubernetes",
             OutputTab::Yaml => "yaml",
+            t => t.format().map_or("yaml", Format::as_str),
         }
     }
     /// The file name a download gets, and its MIME type.
@@ -75,8 +108,9 @@ impl OutputTab {
             OutputTab::Shell => (format!("{name}.sh"), "text/x-shellscript"),
             OutputTab::Config => (format!("{name}.sglang-config.txt"), "text/plain"),
             OutputTab::Json => (format!("{name}.launch.json"), "application/json"),
-            OutputTab::Kubernetes => (format!("{name}.kubernetes.yaml"), "application/yaml"),
+            OutputTab::Slurm => (format!("{name}.sbatch"), "text/x-shellscript"),
             OutputTab::Yaml => (format!("{name}.yaml"), "application/yaml"),
+            t => (format!("{name}.{}.yaml", t.id()), "application/yaml"),
         }
     }
 }
@@ -84,13 +118,7 @@ impl OutputTab {
 /// The text of an output tab: what `pdlaunch render` prints for the same format, or the
 /// deployment as YAML. `Err` says why the format cannot be produced.
 pub fn output_text(d: &Deployment, tab: OutputTab) -> Result<String, String> {
-    let format = match tab {
-        OutputTab::Shell => Format::Shell,
-        OutputTab::Config => Format::SglangConfig,
-        OutputTab::Json => Format::Json,
-        OutputTab::Kubernetes => Format::Kubernetes,
-        OutputTab::Yaml => return yaml_value::to_string(d),
-    };
+    let Some(format) = tab.format() else { return yaml_value::to_string(d) };
     render(d, format).map(|files| bundle(&files)).map_err(|e| e.message)
 }
 
@@ -593,15 +621,23 @@ mod tests {
     fn the_output_tabs_are_the_cli_bundles() {
         let s = start();
         let d = s.parsed.as_ref().unwrap();
-        for (tab, format) in [
-            (OutputTab::Shell, Format::Shell),
-            (OutputTab::Config, Format::SglangConfig),
-            (OutputTab::Json, Format::Json),
-            (OutputTab::Kubernetes, Format::Kubernetes),
-        ] {
-            assert_eq!(output_text(d, tab).unwrap(), bundle(&render(d, format).unwrap()), "{tab:?}");
+        // Every launch format has its tab, with the CLI's bundle (the picture is drawn beside them).
+        let formats: Vec<Format> = OutputTab::ALL.iter().filter_map(|t| t.format()).collect();
+        let launches =
+            Format::ALL.iter().filter(|f| !matches!(f, Format::Svg | Format::Mermaid)).copied().collect::<Vec<_>>();
+        assert_eq!(formats.len(), launches.len());
+        assert!(launches.iter().all(|f| formats.contains(f)), "{formats:?}");
+        for tab in OutputTab::ALL {
+            let Some(format) = tab.format() else { continue };
+            let cli = render(d, format).map(|f| bundle(&f)).map_err(|e| e.message);
+            assert_eq!(output_text(d, tab), cli, "{tab:?}");
         }
         assert!(output_text(d, OutputTab::Kubernetes).unwrap().contains("kind: LeaderWorkerSet"));
+        assert!(output_text(d, OutputTab::Rbg).unwrap().contains("kind: RoleBasedGroup"));
+        assert!(output_text(d, OutputTab::Slurm).unwrap().contains("#SBATCH"));
+        assert_eq!(OutputTab::Slurm.file("x"), ("x.sbatch".to_owned(), "text/x-shellscript"));
+        assert_eq!(OutputTab::Rbg.file("x").0, "x.rbg.yaml");
+        assert_eq!(OutputTab::Config.id(), "config");
         assert!(output_text(d, OutputTab::Yaml).unwrap().contains("page_size: 16"));
         // A deployment the format cannot render says why instead.
         let mut bad = (**d).clone();

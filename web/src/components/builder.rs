@@ -1,9 +1,11 @@
-//! The builder: toolbar, the form over the deployment, and beside it the findings and outputs.
+//! The builder: toolbar, the form over the deployment, and beside it the findings, the outputs
+//! and the picture.
 
 use yew::prelude::*;
 
 use super::diagnostics::Diagnostics;
 use super::outputs::Outputs;
+use super::picture::Picture;
 use super::section::{FormShared, Section};
 use super::toolbar::{toolbar, ToolbarProps};
 use crate::browser;
@@ -63,6 +65,7 @@ pub fn builder(props: &BuilderProps) -> Html {
                     <h2 id="results-title" tabindex="-1">{"Findings and output"}</h2>
                     <Diagnostics diagnostics={s.diagnostics.clone()} valid={s.parsed.is_ok()} checking={s.checking()} dispatch={props.dispatch.clone()} />
                     <Outputs parsed={s.parsed.clone().ok()} tab={s.output} dispatch={props.dispatch.clone()} />
+                    <Picture parsed={s.parsed.clone().ok()} />
                 </section>
             </div>
         </div>

@@ -155,7 +155,7 @@ pub fn lint_view(props: &LintProps) -> Html {
     };
     let groups = result.deployments.iter().enumerate().map(|(g, r)| {
         let name = l.groups[g].name.clone();
-        match r {
+        let opened = match r {
             Ok(rec) => {
                 let d = Rc::new(rec.deployment.clone());
                 let dispatch = props.dispatch.clone();
@@ -173,7 +173,8 @@ pub fn lint_view(props: &LintProps) -> Html {
                 }
             }
             Err(e) => html! { <p class="muted">{format!("Deployment “{name}” cannot be reconstructed: {e}")}</p> },
-        }
+        };
+        html! { <>{ super::picture::lint_picture(l, g) }{opened}</> }
     });
     html! {
         <section class="lint" aria-labelledby="lint-title" {ondragover} {ondrop}>

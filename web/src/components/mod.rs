@@ -16,6 +16,7 @@ pub mod lint_finding;
 pub mod list;
 pub mod nav;
 pub mod outputs;
+pub mod picture;
 pub mod section;
 pub mod source;
 pub mod toolbar;

@@ -134,9 +134,9 @@ pub fn cluster(k: &Kubernetes) -> Result<Cluster, RenderError> {
                 merged.node_selector.push((key.clone(), value.clone()));
             }
         }
-        merged.node_selector.sort();
+        crate::sort::sort(&mut merged.node_selector);
         merged.tolerations.extend(shared.tolerations.iter().cloned());
-        merged.tolerations.sort();
+        crate::sort::sort(&mut merged.tolerations);
         merged.tolerations.dedup();
         out.placement[role as usize] = merged;
     }

@@ -409,7 +409,8 @@ fn role(d: &Deployment, plan: &Plan, role: Role, per_node: u32) -> Result<RoleSp
             }
         }
     }
-    let mut map: BTreeMap<String, Value> = args.unwrap_or_default().into_iter().map(|(k, v, _)| (k, v)).collect();
+    let mut map: BTreeMap<String, Value> = BTreeMap::new();
+    map.extend(args.unwrap_or_default().into_iter().map(|(k, v, _)| (k, v)));
     let served = d.model.served_name.clone().unwrap_or_else(|| d.model.path.clone());
     map.insert("served-model-name".into(), Value::One(served));
     let env = plan.role(role).next().map(|p| p.env.clone()).unwrap_or_default();
@@ -458,7 +459,7 @@ pub(crate) mod tests {
             }
         }
         out.retain(|g| !owned.contains(&g[0].as_str()));
-        out.sort();
+        crate::sort::sort(&mut out);
         out
     }
 
