@@ -259,6 +259,15 @@ impl Finding {
         self.locations.push(Location { process: process.into(), flag: flag.map(str::to_owned), origin });
         self
     }
+    /// A format's refusal of the deployment as a finding of `rule`, placed at the field the
+    /// refusal names (PD050, PD053, PD054), under the format's name.
+    pub(crate) fn refusal(rule: &'static Rule, format: &str, why: crate::render::RenderError) -> Finding {
+        let finding = Finding::new(rule, why.message, rule.fix);
+        match why.field {
+            Some(path) => finding.at_origin(format, None, Origin::Field { path }),
+            None => finding,
+        }
+    }
     /// Suggests `value` for the deployment field `path`, and points at the field.
     /// Only a deployment has fields: when linting command lines, the finding is left as it is.
     pub fn suggest(mut self, ctx: &Context, path: &str, value: impl Into<serde_json::Value>) -> Finding {

@@ -1,7 +1,6 @@
 //! PD050: the deployment's `kubernetes` section asks for manifests that cannot be written.
 
 use super::{Check, Context, Finding, Rule, Severity};
-use crate::plan::Origin;
 
 /// Checked only for a deployment whose `kubernetes` section is set: the user means to run it on
 /// Kubernetes, so what `render --format kubernetes` would refuse is worth knowing at `check`
@@ -26,11 +25,7 @@ pub static RULE: Rule = Rule {
 fn check(ctx: &Context) -> Vec<Finding> {
     let Some(d) = ctx.deployment.filter(|d| !d.kubernetes.is_empty()) else { return Vec::new() };
     let Some(why) = crate::render::kubernetes_refusal(d) else { return Vec::new() };
-    let finding = Finding::new(&RULE, why.message, RULE.fix);
-    vec![match why.field {
-        Some(path) => finding.at_origin("kubernetes", None, Origin::Field { path }),
-        None => finding,
-    }]
+    vec![Finding::refusal(&RULE, "kubernetes", why)]
 }
 
 #[cfg(test)]

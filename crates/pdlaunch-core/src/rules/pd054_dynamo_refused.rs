@@ -1,7 +1,6 @@
 //! PD054: the deployment asks for a DynamoGraphDeployment that cannot be written.
 
 use super::{Check, Context, Finding, Rule, Severity};
-use crate::plan::Origin;
 
 /// Checked only for a deployment whose `kubernetes` section is set and that the `kubernetes`
 /// format renders (what it refuses, PD050 says, and the `dynamo` format refuses it too): what
@@ -30,11 +29,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
         return Vec::new();
     }
     let Some(why) = crate::render::dynamo_refusal(d) else { return Vec::new() };
-    let finding = Finding::new(&RULE, why.message, RULE.fix);
-    vec![match why.field {
-        Some(path) => finding.at_origin("dynamo", None, Origin::Field { path }),
-        None => finding,
-    }]
+    vec![Finding::refusal(&RULE, "dynamo", why)]
 }
 
 #[cfg(test)]
