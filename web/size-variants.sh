@@ -35,7 +35,8 @@ variant() {
   git -C "$work/tree" diff --stat | tail -1
   (cd "$work/tree" && trunk build --release --offline --dist "$work/dist-$1" >/dev/null 2>&1) \
     || { echo "$1: the build failed" >&2; exit 1; }
-  DIST="$work/dist-$1" node "$repo/web/e2e/size.mjs" | sed "s/^/$1: /" | grep -E 'total|wasm'
+  # size.mjs fails a build over the budget; here every size is a figure to print.
+  { DIST="$work/dist-$1" node "$repo/web/e2e/size.mjs" || true; } | sed "s/^/$1: /" | grep -E 'total|wasm'
 }
 
 for v in "${@:-baseline float sort}"; do

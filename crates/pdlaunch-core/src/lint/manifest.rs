@@ -577,8 +577,10 @@ fn container_settings(keys: &Keys, pod: Option<&Pod>, meta: Option<&PodMeta>) ->
     let mut k = pod.map(|p| p.kubernetes.clone()).unwrap_or_default();
     // The pod's own labels and annotations, less those pdlaunch and LeaderWorkerSet write.
     if let Some(meta) = meta.filter(|m| m.pod) {
-        let own = |pairs: &[(String, String)]| -> std::collections::BTreeMap<String, String> {
-            pairs.iter().filter(|(key, _)| !cluster::is_reserved(key)).cloned().collect()
+        let own = |pairs: &[(String, String)]| {
+            let mut own = std::collections::BTreeMap::new();
+            own.extend(pairs.iter().filter(|(key, _)| !cluster::is_reserved(key)).cloned());
+            own
         };
         k.labels = own(&meta.labels);
         k.labels.retain(|key, value| cluster::is_label_key(key) && cluster::is_label_value(value));

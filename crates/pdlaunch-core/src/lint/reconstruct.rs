@@ -117,18 +117,20 @@ fn cluster_settings(linted: &Linted, group: &Group) -> Option<Kubernetes> {
         return None;
     }
     let mut k = prefill;
-    let common = |a: &BTreeMap<String, String>, b: &BTreeMap<String, String>| -> BTreeMap<String, String> {
-        a.iter().filter(|(key, v)| b.get(*key) == Some(v)).map(|(key, v)| (key.clone(), v.clone())).collect()
+    let common = |a: &BTreeMap<String, String>, b: &BTreeMap<String, String>| {
+        let mut both = BTreeMap::new();
+        both.extend(a.iter().filter(|(key, v)| b.get(*key) == Some(v)).map(|(key, v)| (key.clone(), v.clone())));
+        both
     };
     k.labels = common(&pm.0, &dm.0);
     k.pod_annotations = common(&pm.1, &dm.1);
     k.node_selector = common(&p.0, &d.0);
     k.tolerations = p.1.iter().filter(|t| d.1.contains(t)).cloned().collect();
     for (role, (selector, tolerations)) in Role::BOTH.into_iter().zip([p, d]) {
-        *k.side_mut(role) = Placement {
-            node_selector: selector.into_iter().filter(|(key, _)| !k.node_selector.contains_key(key)).collect(),
-            tolerations: tolerations.into_iter().filter(|t| !k.tolerations.contains(t)).collect(),
-        };
+        let mut own = Placement::default();
+        own.node_selector.extend(selector.into_iter().filter(|(key, _)| !k.node_selector.contains_key(key)));
+        own.tolerations = tolerations.into_iter().filter(|t| !k.tolerations.contains(t)).collect();
+        *k.side_mut(role) = own;
     }
     (!k.is_empty()).then_some(k)
 }
@@ -550,7 +552,7 @@ impl<'a> Builder<'a> {
         }
         router.extra_args = extra;
         let launch = &self.linted.launches[r.launch];
-        router.env = launch.env.iter().cloned().collect();
+        router.env.extend(launch.env.iter().cloned());
         let default_image = crate::render::default_router_image(self.group.router_release);
         if let Some(image) = launch.image.as_deref().filter(|i| *i != default_image) {
             router.image = Some(image.to_owned());

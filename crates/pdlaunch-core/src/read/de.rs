@@ -112,18 +112,23 @@ impl Path<'_> {
     }
 }
 
-/// Gives an error that no inner node placed the place of this one.
+/// Gives an error that no inner node placed the place of this one. Generic over every value the
+/// deployment types read, so the work is in [`placed_at`], compiled once: with [`is_some`], 1.2 KiB
+/// less of the app's gzipped download (523,541 to 522,323 bytes, `web/e2e/size.mjs`).
 fn place<T>(r: Result<T, Error>, offset: usize, at: &Path) -> Result<T, Error> {
-    r.map_err(|mut e| {
-        if !e.placed {
-            let mut steps = Vec::new();
-            at.steps(&mut steps);
-            e.path = path::render(&steps);
-            e.offset = offset;
-            e.placed = true;
-        }
-        e
-    })
+    r.map_err(|e| placed_at(e, offset, at))
+}
+
+#[inline(never)]
+fn placed_at(mut e: Error, offset: usize, at: &Path) -> Error {
+    if !e.placed {
+        let mut steps = Vec::new();
+        at.steps(&mut steps);
+        e.path = path::render(&steps);
+        e.offset = offset;
+        e.placed = true;
+    }
+    e
 }
 
 /// A node, or a mapping's key read as one.
@@ -200,6 +205,18 @@ impl<'n, 'a> NodeDe<'n, 'a, '_> {
     }
 }
 
+/// Whether an optional value is there: not for a null; an error for a non-finite number, which
+/// null would leave unset without a word. Apart from `deserialize_option`, which is generic over
+/// every optional field, so that it is compiled once.
+#[inline(never)]
+fn is_some(view: View) -> Result<bool, Error> {
+    match (view, view.plain()) {
+        (View::Null(_), _) | (_, Some(Plain::Null)) => Ok(false),
+        (View::Scalar(s), Some(Plain::NonFinite)) => Err(non_finite(s)),
+        _ => Ok(true),
+    }
+}
+
 /// A variant's name, read as a unit variant.
 fn name(text: &str) -> StrDeserializer<'_, Error> {
     text.into_deserializer()
@@ -260,11 +277,10 @@ impl<'de> de::Deserializer<'de> for NodeDe<'_, '_, '_> {
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Error> {
-        let r = match (self.view, self.view.plain()) {
-            (View::Null(_), _) | (_, Some(Plain::Null)) => v.visit_none(),
-            // Null would leave the field unset without a word.
-            (View::Scalar(s), Some(Plain::NonFinite)) => Err(non_finite(s)),
-            _ => v.visit_some(NodeDe { ..self }),
+        let r = match is_some(self.view) {
+            Ok(false) => v.visit_none(),
+            Ok(true) => v.visit_some(NodeDe { ..self }),
+            Err(e) => Err(e),
         };
         self.placed(r)
     }

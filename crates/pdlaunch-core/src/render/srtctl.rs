@@ -437,7 +437,8 @@ fn role(d: &Deployment, plan: &Plan, role: Role, per_node: u32) -> Result<RoleSp
 }
 
 fn frontend(d: &Deployment, plan: &Plan) -> Result<Frontend, RenderError> {
-    let args = options(&plan.router.args, ROUTER_OWNED)?.into_iter().map(|(k, v, _)| (k, v)).collect();
+    let mut args = BTreeMap::new();
+    args.extend(options(&plan.router.args, ROUTER_OWNED)?.into_iter().map(|(k, v, _)| (k, v)));
     Ok(Frontend { kind: "sglang-router", args, env: d.router.env.clone() })
 }
 
