@@ -389,6 +389,29 @@ fn explain_seed_message() {
 }
 
 #[test]
+fn explain_a_log_excerpt_explains_each_message_once_in_order() {
+    let log = format!(
+        "INFO starting\nTraceback (most recent call last):\n  File \"decode.py\", line 3480, in process_decode_queue\n\
+         ZeroDivisionError: integer modulo by zero\nERROR Prefill server does not support 'fake' as the transfer backend\n\
+         {PD001_SEED}\n{PD001_SEED}\n"
+    );
+    let o = pdl_stdin(&["explain", "-"], log.as_bytes());
+    assert_exit(&o, 0, "explain a log excerpt");
+    let out = stdout(&o);
+    let at = |code: &str| out.find(&format!("{code} ")).unwrap_or_else(|| panic!("{code} missing:\n{out}"));
+    assert!(at("PD052") < at("PD013") && at("PD013") < at("PD001"), "{out}");
+    assert_eq!(out.matches("PD001 page-size-mismatch").count(), 1, "{out}");
+    assert!(out.contains("line 4: ZeroDivisionError"), "{out}");
+    let o = pdl_stdin(&["explain", "-", "--format", "json"], log.as_bytes());
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    // The best rule of each line comes first; others that match the same line follow it.
+    let mut lines: Vec<(u64, &str)> =
+        v.as_array().unwrap().iter().map(|e| (e["line"].as_u64().unwrap(), e["code"].as_str().unwrap())).collect();
+    lines.dedup_by_key(|(line, _)| *line);
+    assert_eq!(lines, [(4, "PD052"), (5, "PD013"), (6, "PD001")]);
+}
+
+#[test]
 fn explain_rule_code() {
     for code in ["PD001", "pd001", "page-size-mismatch"] {
         let o = pdl(&["explain", code]);

@@ -345,6 +345,17 @@ describe('pdlaunch web app', () => {
     assert.equal(await page.getAttribute('.explanation[data-code]', 'data-code'), 'PD001');
     await shot('explain');
     await accessible('explain');
+    // A log excerpt with three known messages and a traceback between them: three explanations,
+    // in order, each under its line.
+    const log = ['INFO starting', 'Traceback (most recent call last):',
+      '  File "decode.py", line 3480, in process_decode_queue', 'ZeroDivisionError: integer modulo by zero',
+      "ERROR Prefill server does not support 'fake' as the transfer backend", SEED_ERROR, SEED_ERROR].join('\n');
+    await page.fill('#explain-input', log);
+    await page.waitForSelector('.explanation[data-code="PD052"]');
+    const first = await page.$$eval('.explanation .log-line', (ls) => ls.map((l) => l.textContent));
+    assert.deepEqual(first.filter((l, i) => first.indexOf(l) === i).map((l) => l.split(':')[0]),
+      ['Line 4', 'Line 5', 'Line 6']);
+    assert.equal(await page.locator('.explanation[data-code="PD001"]').count(), 1);
   });
 
   it('is readable on a phone', async () => {

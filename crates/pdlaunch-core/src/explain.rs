@@ -1,6 +1,7 @@
 //! `explain`: from an SGLang error message (pasted from a log) to the rule that prevents it, with
 //! its cause and fix. Each rule quotes SGLang's own texts with `{...}` where SGLang interpolates a
 //! value; a message matches when every literal piece of a quoted text appears in it, in order.
+//! [`explain_log`] finds every known message of a log excerpt, each once, in order.
 
 use crate::rules::{Rule, RULES};
 
@@ -106,9 +107,82 @@ pub fn explain(message: &str) -> Vec<Explanation> {
     out
 }
 
+/// A known message found in a log excerpt.
+#[derive(Clone, Debug)]
+pub struct Found {
+    /// 1-based line of the excerpt.
+    pub line: usize,
+    /// That line, trimmed.
+    pub text: String,
+    /// The rules that match it, best first.
+    pub explanations: Vec<Explanation>,
+}
+
+/// How well a line of a longer excerpt must match: a whole SGLang text, not a few of its words
+/// (an excerpt's other lines, a traceback's frames, would otherwise match by chance).
+const IN_EXCERPT: f64 = 0.9;
+
+/// Every known message in a log excerpt (several lines, a traceback between them), in the order
+/// they appear, each rule once: at the first line it matches whole. A single line is explained
+/// as [`explain`] does, fragments included.
+pub fn explain_log(text: &str) -> Vec<Found> {
+    let lines: Vec<(usize, &str)> =
+        text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).filter(|(_, l)| !l.is_empty()).collect();
+    if let [(line, one)] = lines[..] {
+        let explanations = explain(one);
+        return if explanations.is_empty() {
+            Vec::new()
+        } else {
+            vec![Found { line, text: one.to_owned(), explanations }]
+        };
+    }
+    let mut seen: Vec<&'static str> = Vec::new();
+    let mut out = Vec::new();
+    for (line, l) in lines {
+        let explanations: Vec<Explanation> =
+            explain(l).into_iter().filter(|e| e.score >= IN_EXCERPT && !seen.contains(&e.rule.code)).collect();
+        if explanations.is_empty() {
+            continue;
+        }
+        seen.extend(explanations.iter().map(|e| e.rule.code));
+        out.push(Found { line, text: l.to_owned(), explanations });
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_log_excerpt_explains_each_known_message_once_in_order() {
+        let log = "\
+[2026-12-02 10:00:01] INFO server_args=ServerArgs(model_path='m', page_size=1, ...)
+Traceback (most recent call last):
+  File \"/usr/lib/python3/site-packages/sglang/srt/disaggregation/decode.py\", line 3480, in process_decode_queue
+    self.polling_count = (self.polling_count + 1) % self.polling_interval
+ZeroDivisionError: integer modulo by zero
+[2026-12-02 10:00:02] ERROR Prefill server does not support 'fake' as the transfer backend
+Traceback (most recent call last):
+  File \"/usr/lib/python3/site-packages/sglang/srt/disaggregation/decode.py\", line 512, in _connect
+    raise RuntimeError(
+RuntimeError: Page size mismatch: prefill server has page_size=64, but decode server has page_size=1. \
+Both servers must use the same --page-size value.
+[2026-12-02 10:00:03] ERROR Page size mismatch: prefill server has page_size=64, but decode server has page_size=1.
+";
+        let found = explain_log(log);
+        let codes: Vec<&str> = found.iter().map(|f| f.explanations[0].rule.code).collect();
+        assert_eq!(codes, ["PD052", "PD013", "PD001"], "{found:#?}");
+        assert_eq!(found.iter().map(|f| f.line).collect::<Vec<_>>(), [5, 6, 10]);
+        assert!(found[2].text.starts_with("RuntimeError: Page size mismatch"));
+        // One line is explained as before, a fragment too; nothing known, nothing found.
+        assert_eq!(
+            explain_log("page size mismatch: prefill server has page_size=")[0].explanations[0].rule.code,
+            "PD001"
+        );
+        assert!(explain_log("INFO all good\nINFO still good\n").is_empty());
+        assert!(explain_log("").is_empty());
+    }
 
     const SEED: &str = "RuntimeError: Page size mismatch: prefill server has page_size=64, but decode server \
         has page_size=1. Both servers must use the same --page-size value.";

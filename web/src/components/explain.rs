@@ -1,7 +1,7 @@
 //! Explain: an SGLang error message (or a rule code) in, the rule that prevents it out, with its
-//! cause and fix.
+//! cause and fix. A log excerpt gets each known message explained once, in order, under its line.
 
-use pdlaunch_core::explain::explain;
+use pdlaunch_core::explain::explain_log;
 use pdlaunch_core::rules::{rule, Rule, RULES};
 use web_sys::HtmlTextAreaElement;
 use yew::prelude::*;
@@ -9,13 +9,23 @@ use yew::prelude::*;
 use super::help::spans;
 use crate::state::Action;
 
+/// A rule that matches, the SGLang text it matched, how well, and the line of a log excerpt.
+type Match = (&'static Rule, Option<&'static str>, f64, Option<(usize, String)>);
+
 /// The Explain view of the pasted `text`. A plain function: it renders only while its tab is
 /// shown, and then nearly every update is an edit of the text, so a memo would save nothing.
 pub fn explain_view(text: &str, dispatch: &Callback<Action>) -> Html {
     let t = text.trim();
-    let matches: Vec<_> = match rule(t) {
-        Some(r) => vec![(r, None, 1.0)],
-        None => explain(t).into_iter().map(|e| (e.rule, Some(e.matched), e.score)).collect(),
+    let excerpt = t.lines().filter(|l| !l.trim().is_empty()).count() > 1;
+    let matches: Vec<Match> = match rule(t) {
+        Some(r) => vec![(r, None, 1.0, None)],
+        None => explain_log(t)
+            .into_iter()
+            .flat_map(|f| {
+                let at = excerpt.then(|| (f.line, f.text.clone()));
+                f.explanations.into_iter().map(move |e| (e.rule, Some(e.matched), e.score, at.clone()))
+            })
+            .collect(),
     };
     let oninput = {
         let dispatch = dispatch.clone();
@@ -23,9 +33,12 @@ pub fn explain_view(text: &str, dispatch: &Callback<Action>) -> Html {
             dispatch.emit(Action::Explain(e.target_unchecked_into::<HtmlTextAreaElement>().value()))
         })
     };
-    let result = |(r, matched, score): &(&'static Rule, Option<&'static str>, f64)| {
+    let result = |(r, matched, score, at): &Match| {
         html! {
             <article class="explanation" data-code={r.code} aria-labelledby={format!("explain-{}", r.code)}>
+                if let Some((line, text)) = at {
+                    <p class="log-line">{format!("Line {line}: ")}<code>{text.clone()}</code></p>
+                }
                 <h3 id={format!("explain-{}", r.code)}>
                     <span class="code">{r.code}</span>{" "}{r.name}
                     <span class="severity">{r.severity.as_str()}</span>
@@ -74,7 +87,7 @@ pub fn explain_view(text: &str, dispatch: &Callback<Action>) -> Html {
     html! {
         <section class="explain" aria-labelledby="explain-title">
             <h2 id="explain-title">{"Explain an SGLang error"}</h2>
-            <label for="explain-input">{"SGLang error message or rule code"}</label>
+            <label for="explain-input">{"SGLang error message, log excerpt or rule code"}</label>
             <textarea id="explain-input" rows="5" value={text.to_owned()} {oninput} spellcheck="false"
                       placeholder="RuntimeError: Page size mismatch: prefill server has page_size=64, ..." />
             <div id="explain-results" aria-live="polite">{body}</div>

@@ -1,15 +1,18 @@
-//! `pdlaunch explain`: from an SGLang error message (or a rule code) to cause and fix.
+//! `pdlaunch explain`: from an SGLang error message (or a rule code) to cause and fix. A log
+//! excerpt of several lines (a traceback between the messages) gets each known message explained
+//! once, in the order they appear.
 
 use std::io::Read;
 
-use pdlaunch_core::explain::explain;
+use pdlaunch_core::explain::explain_log;
 use pdlaunch_core::rules::{rule, Rule};
 
 use crate::style::Style;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The SGLang error text (quote it), a rule code such as PD001, or `-` to read stdin.
+    /// The SGLang error text (quote it), a log excerpt, a rule code such as PD001, or `-` to read
+    /// stdin.
     pub text: String,
     /// Output format.
     #[arg(long, default_value = "human", value_parser = ["human", "json"])]
@@ -24,28 +27,51 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
     } else {
         args.text
     };
-    let hits: Vec<(&'static Rule, Option<&'static str>, f64)> = match rule(text.trim()) {
-        Some(r) => vec![(r, None, 1.0)],
-        None => explain(&text).into_iter().map(|e| (e.rule, Some(e.matched), e.score)).collect(),
+    // Each hit: the rule, the SGLang text it matched, the score, and the line of the excerpt.
+    type Hit = (&'static Rule, Option<&'static str>, f64, Option<(usize, String)>);
+    let excerpt = text.lines().filter(|l| !l.trim().is_empty()).count() > 1;
+    let hits: Vec<Hit> = match rule(text.trim()) {
+        Some(r) => vec![(r, None, 1.0, None)],
+        None => explain_log(&text)
+            .into_iter()
+            .flat_map(|f| {
+                let at = excerpt.then(|| (f.line, f.text.clone()));
+                f.explanations.into_iter().map(move |e| (e.rule, Some(e.matched), e.score, at.clone()))
+            })
+            .collect(),
     };
     if args.format == "json" {
         let v: Vec<_> = hits
             .iter()
-            .map(|(r, m, s)| {
-                serde_json::json!({
+            .map(|(r, m, s, at)| {
+                let mut v = serde_json::json!({
                     "code": r.code, "rule": r.name, "severity": r.severity, "score": s,
                     "summary": r.summary, "cause": r.explanation, "fix": r.fix,
                     "matched_sglang_text": m, "sglang_errors": r.sglang_errors, "lint_only": r.lint_only(),
-                })
+                });
+                if let Some((line, text)) = at {
+                    v["line"] = serde_json::json!(line);
+                    v["text"] = serde_json::json!(text);
+                }
+                v
             })
             .collect();
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else if hits.is_empty() {
         println!("No rule matches this text. `pdlaunch rules` lists what pdlaunch checks.");
     } else {
-        for (i, (r, m, _)) in hits.iter().enumerate() {
-            if i > 0 {
-                println!("\nAlso possible:");
+        let mut last_line = None;
+        for (i, (r, m, _, at)) in hits.iter().enumerate() {
+            match at {
+                Some((line, text)) if last_line != Some(*line) => {
+                    if i > 0 {
+                        println!();
+                    }
+                    println!("{} {text}", style.dim(&format!("line {line}:")));
+                    last_line = Some(*line);
+                }
+                _ if i > 0 => println!("\nAlso possible:"),
+                _ => {}
             }
             println!("{} {}: {}", style.bold(r.code), style.bold(r.name), r.summary);
             if let Some(m) = m {
