@@ -411,6 +411,21 @@ fn explain_a_log_excerpt_explains_each_message_once_in_order() {
     assert_eq!(lines, [(4, "PD052"), (5, "PD013"), (6, "PD001")]);
 }
 
+/// A reader that stops early (`pdlaunch schema | head -1`) ends pdlaunch quietly, as it would `cat`,
+/// not with a panic about a broken pipe.
+#[cfg(unix)]
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child =
+        Command::new(BIN).arg("schema").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("pdlaunch runs");
+    // The read end is closed before pdlaunch writes its 60 KB.
+    drop(child.stdout.take());
+    let o = child.wait_with_output().expect("pdlaunch ends");
+    assert_eq!(stderr(&o), "", "no panic");
+    assert_eq!(o.status.signal(), Some(13), "ended by SIGPIPE: {:?}", o.status);
+}
+
 #[test]
 fn explain_rule_code() {
     for code in ["PD001", "pd001", "page-size-mismatch"] {

@@ -63,6 +63,13 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Rust ignores SIGPIPE, so printing to a closed pipe (`pdlaunch explain … | head`) would panic;
+    // the default action ends the process quietly, as `cat` or `grep` do.
+    #[cfg(unix)]
+    // SAFETY: restores the signal's default disposition before any thread or I/O starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let style = style::Style::new(&cli.color);
     let result = match cli.command {
