@@ -386,6 +386,20 @@ fn cluster() -> impl Strategy<Value = Kubernetes> {
         )
 }
 
+/// Passes when `again` is `want`; else fails at the first line that differs, which says more than
+/// the two whole texts, with `context`.
+fn same_text(again: &str, want: &str, context: &dyn std::fmt::Debug) -> Result<(), TestCaseError> {
+    if again == want {
+        return Ok(());
+    }
+    let first = again.lines().zip(want.lines()).position(|(a, b)| a != b);
+    Err(TestCaseError::fail(format!(
+        "line {first:?}: {:?} against {:?}\n{context:?}",
+        first.and_then(|i| again.lines().nth(i)),
+        first.and_then(|i| want.lines().nth(i)),
+    )))
+}
+
 /// For any deployment and cluster settings the `kubernetes` format renders, the deployment the
 /// linter reconstructs from the manifests renders the very same manifests.
 #[test]
@@ -463,17 +477,7 @@ fn manifests_are_a_fixed_point(format: crate::render::Format) {
             prop_assert_eq!(linted.groups.len(), 1);
             let back = reconstruct::deployment(&linted, 0).map_err(TestCaseError::fail)?.deployment;
             let again = render(&back).map_err(|e| TestCaseError::fail(e.message))?;
-            // The first line that differs, and the two sections, say more than the whole texts.
-            let first = again.contents.lines().zip(file.contents.lines()).position(|(a, b)| a != b);
-            prop_assert!(
-                again.contents == file.contents,
-                "line {:?}: {:?} against {:?}\nrendered from {:?}\ncame back as {:?}",
-                first,
-                first.and_then(|i| again.contents.lines().nth(i)),
-                first.and_then(|i| file.contents.lines().nth(i)),
-                d.kubernetes,
-                back.kubernetes
-            );
+            same_text(&again.contents, &file.contents, &(&d.kubernetes, &back.kubernetes))?;
             Ok(())
         })
         .unwrap();
@@ -534,14 +538,7 @@ fn sbatch_scripts_are_a_fixed_point() {
             prop_assert_eq!(argv(router[0]), plan.router_argv()[3..].to_vec());
             let back = reconstruct::deployment(&linted, 0).map_err(TestCaseError::fail)?.deployment;
             let again = crate::render::render_slurm(&back).map_err(|e| TestCaseError::fail(e.message))?;
-            let first = again.contents.lines().zip(file.contents.lines()).position(|(a, b)| a != b);
-            prop_assert!(
-                again.contents == file.contents,
-                "line {:?}: {:?} against {:?}",
-                first,
-                first.and_then(|i| again.contents.lines().nth(i)),
-                first.and_then(|i| file.contents.lines().nth(i)),
-            );
+            same_text(&again.contents, &file.contents, &())?;
             Ok(())
         })
         .unwrap();
@@ -582,14 +579,7 @@ fn srtctl_recipes_are_a_fixed_point() {
             prop_assert_eq!(linted.groups.len(), 1);
             let back = reconstruct::deployment(&linted, 0).map_err(TestCaseError::fail)?.deployment;
             let again = crate::render::render_srtctl(&back).map_err(|e| TestCaseError::fail(e.message))?;
-            let first = again.contents.lines().zip(file.contents.lines()).position(|(a, b)| a != b);
-            prop_assert!(
-                again.contents == file.contents,
-                "line {:?}: {:?} against {:?}",
-                first,
-                first.and_then(|i| again.contents.lines().nth(i)),
-                first.and_then(|i| file.contents.lines().nth(i)),
-            );
+            same_text(&again.contents, &file.contents, &())?;
             Ok(())
         })
         .unwrap();
