@@ -150,9 +150,61 @@ pub fn explain_log(text: &str) -> Vec<Found> {
     out
 }
 
+/// One answer to what a user pasted: a rule, the SGLang text it matched (none when the user named
+/// the rule), how well, and, in a log excerpt, the line it was found on.
+#[derive(Clone, Debug)]
+pub struct Answer {
+    /// The rule.
+    pub rule: &'static Rule,
+    /// The SGLang text that matched; `None` when the text named the rule.
+    pub matched: Option<&'static str>,
+    /// How well, 0..=1.
+    pub score: f64,
+    /// In an excerpt of several lines: the 1-based line and its text.
+    pub line: Option<(usize, String)>,
+}
+
+/// What `pdlaunch explain` and the app's Explain tab answer for `text`: the rule it names (a code
+/// or a rule's name), else the rules its messages match ([`explain_log`]), each under its line
+/// when the text has several.
+pub fn answer(text: &str) -> Vec<Answer> {
+    if let Some(rule) = crate::rules::rule(text.trim()) {
+        return vec![Answer { rule, matched: None, score: 1.0, line: None }];
+    }
+    let excerpt = text.lines().filter(|l| !l.trim().is_empty()).count() > 1;
+    explain_log(text)
+        .into_iter()
+        .flat_map(|f| {
+            let line = excerpt.then(|| (f.line, f.text.clone()));
+            f.explanations.into_iter().map(move |e| Answer {
+                rule: e.rule,
+                matched: Some(e.matched),
+                score: e.score,
+                line: line.clone(),
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_is_the_named_rule_or_the_matches_under_their_lines() {
+        let named = answer(" pd001 ");
+        assert_eq!(
+            (named.len(), named[0].rule.code, named[0].matched, named[0].line.clone()),
+            (1, "PD001", None, None)
+        );
+        let one = answer(SEED);
+        assert_eq!(one[0].rule.code, "PD001");
+        assert!(one[0].matched.is_some() && one[0].line.is_none());
+        let log = format!("\nINFO start\n{SEED}\n");
+        let lines: Vec<_> = answer(&log).into_iter().map(|a| a.line.map(|(n, _)| n)).collect();
+        assert_eq!(lines[0], Some(3));
+        assert!(answer("nothing known here").is_empty());
+    }
 
     #[test]
     fn a_log_excerpt_explains_each_known_message_once_in_order() {

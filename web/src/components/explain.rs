@@ -1,39 +1,26 @@
 //! Explain: an SGLang error message (or a rule code) in, the rule that prevents it out, with its
 //! cause and fix. A log excerpt gets each known message explained once, in order, under its line.
 
-use pdlaunch_core::explain::explain_log;
-use pdlaunch_core::rules::{rule, Rule, RULES};
+use pdlaunch_core::explain::{answer, Answer};
+use pdlaunch_core::rules::{Rule, RULES};
 use web_sys::HtmlTextAreaElement;
 use yew::prelude::*;
 
 use super::help::spans;
 use crate::state::Action;
 
-/// A rule that matches, the SGLang text it matched, how well, and the line of a log excerpt.
-type Match = (&'static Rule, Option<&'static str>, f64, Option<(usize, String)>);
-
 /// The Explain view of the pasted `text`. A plain function: it renders only while its tab is
 /// shown, and then nearly every update is an edit of the text, so a memo would save nothing.
 pub fn explain_view(text: &str, dispatch: &Callback<Action>) -> Html {
     let t = text.trim();
-    let excerpt = t.lines().filter(|l| !l.trim().is_empty()).count() > 1;
-    let matches: Vec<Match> = match rule(t) {
-        Some(r) => vec![(r, None, 1.0, None)],
-        None => explain_log(t)
-            .into_iter()
-            .flat_map(|f| {
-                let at = excerpt.then(|| (f.line, f.text.clone()));
-                f.explanations.into_iter().map(move |e| (e.rule, Some(e.matched), e.score, at.clone()))
-            })
-            .collect(),
-    };
+    let matches = answer(text);
     let oninput = {
         let dispatch = dispatch.clone();
         Callback::from(move |e: InputEvent| {
             dispatch.emit(Action::Explain(e.target_unchecked_into::<HtmlTextAreaElement>().value()))
         })
     };
-    let result = |(r, matched, score, at): &Match| {
+    let result = |Answer { rule: r, matched, score, line: at }: &Answer| {
         html! {
             <article class="explanation" data-code={r.code} aria-labelledby={format!("explain-{}", r.code)}>
                 if let Some((line, text)) = at {

@@ -4,8 +4,7 @@
 
 use std::io::Read;
 
-use pdlaunch_core::explain::explain_log;
-use pdlaunch_core::rules::{rule, Rule};
+use pdlaunch_core::explain::{answer, Answer};
 
 use crate::style::Style;
 
@@ -27,23 +26,11 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
     } else {
         args.text
     };
-    // Each hit: the rule, the SGLang text it matched, the score, and the line of the excerpt.
-    type Hit = (&'static Rule, Option<&'static str>, f64, Option<(usize, String)>);
-    let excerpt = text.lines().filter(|l| !l.trim().is_empty()).count() > 1;
-    let hits: Vec<Hit> = match rule(text.trim()) {
-        Some(r) => vec![(r, None, 1.0, None)],
-        None => explain_log(&text)
-            .into_iter()
-            .flat_map(|f| {
-                let at = excerpt.then(|| (f.line, f.text.clone()));
-                f.explanations.into_iter().map(move |e| (e.rule, Some(e.matched), e.score, at.clone()))
-            })
-            .collect(),
-    };
+    let hits = answer(&text);
     if args.format == "json" {
         let v: Vec<_> = hits
             .iter()
-            .map(|(r, m, s, at)| {
+            .map(|Answer { rule: r, matched: m, score: s, line: at }| {
                 let mut v = serde_json::json!({
                     "code": r.code, "rule": r.name, "severity": r.severity, "score": s,
                     "summary": r.summary, "cause": r.explanation, "fix": r.fix,
@@ -61,7 +48,7 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
         println!("No rule matches this text. `pdlaunch rules` lists what pdlaunch checks.");
     } else {
         let mut last_line = None;
-        for (i, (r, m, _, at)) in hits.iter().enumerate() {
+        for (i, Answer { rule: r, matched: m, line: at, .. }) in hits.iter().enumerate() {
             match at {
                 Some((line, text)) if last_line != Some(*line) => {
                     if i > 0 {
