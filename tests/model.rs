@@ -117,9 +117,9 @@ fn bad_files_exit_2_naming_file_and_field() {
     let o = pdl(&["model", bad.to_str().unwrap()]);
     exit(&o, 2);
     assert!(out(&o).contains("not valid JSON"), "{}", out(&o));
-    // check and render refuse a bad --model-config the same way.
+    // check, render and smoke refuse a bad --model-config the same way.
     let deployment = root().join("examples/llama-1p1d.yaml");
-    for cmd in ["check", "render"] {
+    for cmd in ["check", "render", "smoke"] {
         let o = pdl(&[cmd, deployment.to_str().unwrap(), "--model-config", bad.to_str().unwrap()]);
         exit(&o, 2);
         assert!(out(&o).contains("not valid JSON"), "{cmd}: {}", out(&o));
@@ -199,4 +199,32 @@ fn presets_fill_the_geometry_and_unknown_names_are_refused() {
     let o = pdl(&["model", "--list"]);
     exit(&o, 0);
     assert!(String::from_utf8_lossy(&o.stdout).lines().count() >= 10);
+}
+
+/// `smoke --model-config`: the pools are laid out from the config's geometry (DeepSeek-V3's MLA
+/// over the llama example's GQA), the report names the file as the geometry's source, and the
+/// geometry flags still override single fields of it.
+#[test]
+fn smoke_lays_out_the_model_config_geometry() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let deployment = root().join("examples/llama-1p1d.yaml");
+    let config = fixture("deepseek-v3");
+    let smoke = |extra: &[&str]| {
+        let mut args = vec!["smoke", deployment.to_str().unwrap(), "--model-config", &config, "--backend", "cpu"];
+        args.extend(["--tokens", "64", "--iterations", "1", "--json", report.to_str().unwrap()]);
+        args.extend(extra);
+        let o = pdl(&args);
+        exit(&o, 0);
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        (out(&o), v)
+    };
+    let (text, v) = smoke(&[]);
+    assert_eq!(v["geometry_source"], format!("--model-config {config}"), "{text}");
+    assert_eq!(v["geometry"]["kind"], "mla", "{text}");
+    assert_eq!(v["geometry"]["layers"], 61, "{text}");
+    assert!(text.contains(&format!("(--model-config {config})")), "{text}");
+    let (text, v) = smoke(&["--layers", "3"]);
+    assert_eq!(v["geometry_source"], format!("command-line flags over --model-config {config}"), "{text}");
+    assert_eq!((v["geometry"]["kind"].as_str(), v["geometry"]["layers"].as_u64()), (Some("mla"), Some(3)), "{text}");
 }

@@ -57,6 +57,10 @@ pub struct Args {
     pub file: String,
     #[command(flatten)]
     pub geometry: GeometryArgs,
+    /// A Hugging Face `config.json` whose geometry replaces `model.geometry` (the geometry flags
+    /// above still override it).
+    #[arg(long, value_name = "FILE")]
+    pub model_config: Option<PathBuf>,
     /// Tokens in the test request; the pools are sized from it.
     #[arg(long, default_value_t = 1024)]
     pub tokens: u32,
@@ -88,15 +92,16 @@ pub struct Args {
 }
 
 /// Where the geometry comes from, in order: the command-line flags, then the deployment's
-/// `model.geometry`. (A `--model-config config.json` source would go between the two.)
-fn resolve_geometry(args: &GeometryArgs, d: &Deployment) -> Result<(Geometry, String), String> {
+/// `model.geometry`, which `--model-config` has replaced when given; `base` names the latter.
+fn resolve_geometry(args: &GeometryArgs, d: &Deployment, base: &str) -> Result<(Geometry, String), String> {
     let from_deployment = d.model.geometry.as_ref();
     if !args.given() {
         return match from_deployment {
-            Some(g) => Ok((g.clone(), "model.geometry".into())),
+            Some(g) => Ok((g.clone(), base.to_owned())),
             None => Err(
                 "no model geometry: give --attention mha|gqa|mla and --layers, with --kv-heads and --head-dim (MHA/GQA) \
-                 or --kv-lora-rank and --qk-rope-head-dim (MLA), or set model.geometry in the deployment"
+                 or --kv-lora-rank and --qk-rope-head-dim (MLA), or --model-config config.json, or set model.geometry \
+                 in the deployment"
                     .into(),
             ),
         };
@@ -137,8 +142,8 @@ fn resolve_geometry(args: &GeometryArgs, d: &Deployment) -> Result<(Geometry, St
     }
     let g: Geometry = serde_json::from_value(v).map_err(|e| format!("model geometry: {e}"))?;
     let source =
-        if from_deployment.is_some() { "command-line flags over model.geometry" } else { "command-line flags" };
-    Ok((g, source.into()))
+        if from_deployment.is_some() { format!("command-line flags over {base}") } else { "command-line flags".into() };
+    Ok((g, source))
 }
 
 /// Writes `text` to `path` through a temporary file in the same folder.
@@ -199,9 +204,14 @@ fn progress(tty: bool, limit: u64) -> impl Fn(Event<'_>) {
 }
 
 pub fn run(args: Args, style: &Style) -> super::Result<u8> {
-    let loaded = load(&args.file)?;
+    let mut loaded = load(&args.file)?;
+    super::model::apply_model_config(&mut loaded.deployment, args.model_config.as_deref())?;
+    let base = match &args.model_config {
+        Some(p) => format!("--model-config {}", p.display()),
+        None => "model.geometry".into(),
+    };
     let mut deployment = loaded.deployment.clone();
-    let (geometry, source) = match resolve_geometry(&args.geometry, &deployment) {
+    let (geometry, source) = match resolve_geometry(&args.geometry, &deployment, &base) {
         Ok(g) => g,
         Err(e) => {
             eprintln!("{}: {e}", style.error("error"));
