@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Regenerates kv_gather.ptx, the embedded fallback of the CUDA engine, from kv_gather.cu.
+"""Regenerates kv_gather.ptx, the embedded fallback of the CUDA engine, from kv_gather.cu (the
+cubins beside it are made by tools/gen_kernels.py; run both after editing kv_gather.cu).
 
 Needs only NVRTC, no GPU: `pip install nvidia-cuda-nvrtc-cu11==11.8.89` (CUDA 11.8's NVRTC
 emits PTX ISA 7.8, which every driver from 520 on accepts) and run this script with that

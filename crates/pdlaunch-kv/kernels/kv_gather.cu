@@ -4,9 +4,10 @@
 // similar share. 16-byte copies when source, destination and length allow, with four loads in
 // flight per lane; 8-byte and byte loops otherwise.
 //
-// Compiled at run time with NVRTC when libnvrtc is present; kv_gather.ptx is the same source
-// compiled once for compute_70 (see gen_ptx.py) and is loaded when NVRTC is absent or its PTX
-// is newer than the driver.
+// Compiled ahead of time, never on the user's machine: kv_gather.sm_90.cubin and
+// kv_gather.sm_100.cubin (tools/gen_kernels.py, NVRTC 12.9) are loaded on GPUs of those
+// architectures; kv_gather.ptx (gen_ptx.py, NVRTC 11.8, compute_70) on every other GPU, where the
+// driver compiles it.
 
 struct KvCopy {
     unsigned long long src;

@@ -437,7 +437,7 @@ fn choose_engine(opts: &Options) -> Result<Chosen, SmokeError> {
                     let env = Environment {
                         backend: "cuda".into(),
                         requested: opts.backend,
-                        note: None,
+                        note: engine.note(),
                         cpu_threads: cpu.threads(),
                         driver_version: Some(driver_version),
                         devices: devices
