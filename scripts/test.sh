@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every check of the project on a fresh machine: installs what is missing (the wasm32 target,
-# rustfmt, clippy, cargo-nextest, and for the web app Trunk, wasm-bindgen-cli, wasm-opt and
-# Chromium), then formatting, lints, all tests, the core's wasm32 build, and the web app's build and
-# browser test.
+# rustfmt, clippy, cargo-nextest, NVRTC and ptxas from PyPI for the CUDA kernel checks, and for the
+# web app Trunk, wasm-bindgen-cli, wasm-opt and Chromium), then formatting, lints, all tests, the
+# core's wasm32 build, and the web app's build and browser test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +23,11 @@ cargo fmt --all -- --check
 
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "CUDA compilers from PyPI (no GPU): the embedded cubins are current; the tests assemble the PTX"
+cuda_tools=$(scripts/setup/cuda-tools.sh) # an assignment, so that set -e sees a failed install
+eval "$cuda_tools"
+"$PDLAUNCH_CUDA_PY" tools/gen_kernels.py --check
 
 step "tests (nextest)"
 cargo nextest run --workspace --locked --no-fail-fast
