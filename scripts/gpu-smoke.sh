@@ -12,6 +12,10 @@
 #   TOKENS   tokens of the correctness runs (default 2048)
 #   BW_TOKENS  tokens of the bandwidth runs (default 16384)
 #   LIMIT    seconds each command may take (default 150)
+#   BACKEND  cuda (default), or cpu to run the same steps on a machine without a GPU (a dry run of
+#            this script)
+#   PDLAUNCH_NIXL_LIB  libnixl_capi.so of NIXL 1.5.1 (pip install --no-deps nixl==1.5.1
+#            nixl-cu12==1.5.1); without it, or with a binary built without NIXL, step 3 is skipped
 #
 # What it runs, each on the CUDA backend (`--backend cuda`: no GPU is exit 2, not a CPU run):
 #   1. correctness with negative controls, Llama-3.1-8B geometry (32 layers, 8 KV heads x 128,
@@ -19,7 +23,13 @@
 #      page 64;
 #   2. bandwidth: the same Llama pools with BW_TOKENS tokens, page sizes 1, 16 and 64, 5 timed
 #      repetitions: per-descriptor DMA and the gather kernel against one device-to-device copy
-#      of the same bytes (the ratio column).
+#      of the same bytes (the ratio column);
+#   3. NIXL with both pools in GPU memory (VRAM_SEG), the prefill and decode agents two processes
+#      on one GPU: correctness with negative controls at page 16, bandwidth at page 64.
+# Every report's effective page size (both sides, and the pools laid out) must be the one asked:
+# else the run did not test what its name says, and the script fails.
+# The binary is started first (--version): one that cannot start stops the script at once, with
+# `ldd` of it.
 # Each run leaves NAME.txt (the table), NAME.err (progress, errors), NAME.json (the report) and
 # its exit status in NAME.rc; summary.txt collects the engine tables and verdicts. The script
 # exits with the worst status: 0 all passed, 1 a finding, 2 no usable GPU or bad input, 124 a
@@ -31,14 +41,26 @@ OUT_DIR=${OUT:-gpu-smoke-out}
 TOKENS=${TOKENS:-2048}
 BW_TOKENS=${BW_TOKENS:-16384}
 LIMIT=${LIMIT:-150}
+BACKEND=${BACKEND:-cuda}
 
 mkdir -p "$OUT_DIR"
-if [[ ! -x "$BIN" ]]; then
+if [[ ! -e "$BIN" ]]; then
     echo "gpu-smoke: no pdlaunch binary at $BIN; build it on a CPU machine with 'cargo build --release -p pdlaunch' and pass its path" >&2
     exit 2
 fi
+cannot_start() { # why
+    echo "gpu-smoke: $BIN cannot start: $1" >&2
+    echo "gpu-smoke: ldd $BIN:" >&2
+    if command -v ldd >/dev/null; then ldd "$BIN" >&2 2>&1; else echo "  (ldd is not installed)" >&2; fi
+    echo "gpu-smoke: build it on a machine whose glibc is no newer than this one's, and copy it with its execute bit" >&2
+    exit 2
+}
+[[ -x "$BIN" ]] || cannot_start "it is not executable"
+if ! version=$(timeout 30 "$BIN" --version 2>&1); then
+    cannot_start "'$BIN --version' failed: $version"
+fi
+echo "$version" >"$OUT_DIR/version.txt"
 { nvidia-smi || echo "nvidia-smi not available"; } >"$OUT_DIR/nvidia-smi.txt" 2>&1
-"$BIN" --version >"$OUT_DIR/version.txt" 2>&1
 
 deployment() { # name page prefill_tp decode_tp attention
     local name=$1 page=$2 ptp=$3 dtp=$4 kind=$5 geometry
@@ -56,12 +78,41 @@ decode: {gpu: h200, tp: $dtp, instances: [{nodes: [{host: 127.0.0.1}]}]}
 EOF
 }
 
+# Checks that the report NAME.json ran at the page size asked, on both sides and in the pools it
+# laid out. Exit 0 as asked (or no report: the run's own status tells why), 1 otherwise.
+check_page() { # name page
+    local json=$OUT_DIR/$1.json
+    [[ -s $json ]] || return 0
+    if ! command -v python3 >/dev/null; then
+        echo "  page size not checked: python3 is missing"
+        return 0
+    fi
+    python3 - "$json" "$2" <<'PY'
+import json, sys
+
+report, asked = json.load(open(sys.argv[1])), int(sys.argv[2])
+seen = {}
+for part in ("sides", "layout"):
+    for side in ("prefill", "decode"):
+        try:
+            seen["%s.%s" % (part, side)] = report[part][side]["config"]["page_size"]
+        except (KeyError, TypeError):
+            pass
+if "sides.prefill" not in seen or "sides.decode" not in seen:
+    sys.exit("  page size: the report names none (asked %d)" % asked)
+off = ["%s %s" % (k, v) for k, v in seen.items() if v != asked]
+if off:
+    sys.exit("  page size: asked %d, but the report has %s: the run did not test that page size" % (asked, ", ".join(off)))
+print("  page size: %d in %s, as asked" % (asked, ", ".join(seen)))
+PY
+}
+
 status=0
-run() { # name extra-args...
-    local name=$1
-    shift
+run() { # name page extra-args...
+    local name=$1 page=$2
+    shift 2
     echo "gpu-smoke: $name" >&2
-    timeout "$LIMIT" "$BIN" smoke "$OUT_DIR/$name.yaml" --backend cuda --color never --timeout $((LIMIT - 10)) \
+    timeout "$LIMIT" "$BIN" smoke "$OUT_DIR/$name.yaml" --backend "$BACKEND" --color never --timeout $((LIMIT - 10)) \
         --json "$OUT_DIR/$name.json" "$@" >"$OUT_DIR/$name.txt" 2>"$OUT_DIR/$name.err"
     local rc=$?
     echo "$rc" >"$OUT_DIR/$name.rc"
@@ -71,23 +122,45 @@ run() { # name extra-args...
         [[ $rc -eq 0 ]] || tail -n 5 "$OUT_DIR/$name.err"
     } >>"$OUT_DIR/summary.txt"
     ((rc > status)) && status=$rc
+    if ! check_page "$name" "$page" >>"$OUT_DIR/summary.txt" 2>&1; then
+        ((status < 1)) && status=1
+    fi
     return 0
+}
+
+# Why the NIXL step cannot run here, if it cannot.
+nixl_missing() {
+    if [[ -z ${PDLAUNCH_NIXL_LIB:-} ]]; then
+        echo "PDLAUNCH_NIXL_LIB is not set (the path of libnixl_capi.so from pip install --no-deps nixl==1.5.1 nixl-cu12==1.5.1)"
+    elif ! "$BIN" smoke --help 2>/dev/null | grep -e '--transport' | grep -q nixl; then
+        echo "$BIN was built without NIXL (its smoke --help offers no --transport nixl)"
+    fi
 }
 
 : >"$OUT_DIR/summary.txt"
 for page in 1 16 64; do
     deployment "llama-p$page" "$page" 1 1 gqa
-    run "llama-p$page" --tokens "$TOKENS" --negative-control
+    run "llama-p$page" "$page" --tokens "$TOKENS" --negative-control
 done
 deployment llama-tp2-tp4 16 2 4 gqa
-run llama-tp2-tp4 --tokens "$TOKENS" --negative-control
+run llama-tp2-tp4 16 --tokens "$TOKENS" --negative-control
 deployment deepseek-p64 64 2 2 mla
-run deepseek-p64 --tokens "$TOKENS" --negative-control
+run deepseek-p64 64 --tokens "$TOKENS" --negative-control
 
 for page in 1 16 64; do
     cp "$OUT_DIR/llama-p$page.yaml" "$OUT_DIR/bw-p$page.yaml"
-    run "bw-p$page" --tokens "$BW_TOKENS" --iterations 5
+    run "bw-p$page" "$page" --tokens "$BW_TOKENS" --iterations 5
 done
+
+why=$(nixl_missing)
+if [[ -n $why ]]; then
+    echo "== nixl-vram: skipped: $why" >>"$OUT_DIR/summary.txt"
+else
+    cp "$OUT_DIR/llama-p16.yaml" "$OUT_DIR/nixl-vram-p16.yaml"
+    run nixl-vram-p16 16 --transport nixl --across local --tokens "$TOKENS" --negative-control
+    cp "$OUT_DIR/llama-p64.yaml" "$OUT_DIR/nixl-vram-bw-p64.yaml"
+    run nixl-vram-bw-p64 64 --transport nixl --across local --tokens "$BW_TOKENS" --iterations 5
+fi
 
 cat "$OUT_DIR/summary.txt"
 exit $status
