@@ -132,8 +132,9 @@ run() { # name page extra-args...
 nixl_missing() {
     if [[ -z ${PDLAUNCH_NIXL_LIB:-} ]]; then
         echo "PDLAUNCH_NIXL_LIB is not set (the path of libnixl_capi.so from pip install --no-deps nixl==1.5.1 nixl-cu12==1.5.1)"
-    elif ! "$BIN" smoke --help 2>/dev/null | grep -e '--transport' | grep -q nixl; then
-        echo "$BIN was built without NIXL (its smoke --help offers no --transport nixl)"
+    elif ! "$BIN" smoke "$OUT_DIR/llama-p16.yaml" --transport nixl --help >/dev/null 2>&1; then
+        # The parser refuses a flag or value it lacks before it prints the help.
+        echo "$BIN was built without NIXL (its smoke refuses --transport nixl)"
     fi
 }
 
