@@ -347,6 +347,25 @@ fn coverage() -> Coverage {
     }
 }
 
+/// The coverage, printed on every run (the floors are the next test's): every entry that names a
+/// rule or cause is explained by it, every one that claims prevention is prevented.
+#[test]
+fn coverage_is_printed_and_every_claim_holds() {
+    let c = coverage();
+    eprintln!(
+        "catalogue coverage: configuration-caused: explained {}/{}, prevented {}/{}; environment: explained {}/{}",
+        c.explained, c.configuration, c.prevented, c.configuration, c.environment_explained, c.environment
+    );
+    let all = entries();
+    let claims = |f: &dyn Fn(&Entry) -> bool, env: bool| {
+        all.iter().filter(|e| if env { e.environment() } else { e.configuration() }).filter(|e| f(e)).count()
+    };
+    let named = |e: &Entry| e.rule().is_some();
+    assert_eq!(c.explained, claims(&named, false), "an entry's rule does not explain it");
+    assert_eq!(c.environment_explained, claims(&named, true), "an entry's cause does not explain it");
+    assert_eq!(c.prevented, claims(&|e: &Entry| e.prevented(), false), "an entry's case does not hold");
+}
+
 /// Whole percent of `n`, rounded up.
 fn share(n: usize, percent: usize) -> usize {
     (n * percent).div_ceil(100)
