@@ -452,6 +452,25 @@ fn explain_names_the_command_that_reports_the_rule() {
 }
 
 #[test]
+fn explain_names_an_environment_cause_and_the_command_that_tells_it_apart() {
+    let o = pdl(&["explain", "ENV003"]);
+    assert_exit(&o, 0, "explain ENV003");
+    let out = stdout(&o);
+    assert!(out.contains("ENV003 nixl-transfer-not-created"), "{out}");
+    assert!(out.contains("no command line prevents it"), "{out}");
+    assert!(out.contains("run: pdlaunch smoke FILE --transport nixl --across netns"), "{out}");
+    let o = pdl(&["explain", "--format", "json", "KVSender failed to create prepped slice transfer"]);
+    assert_exit(&o, 0, "explain --format json of an environment message");
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    assert_eq!((v[0]["code"].as_str(), v[0]["kind"].as_str()), (Some("ENV003"), Some("environment")), "{v}");
+    assert!(v[0]["command"].as_str().is_some_and(|c| c.starts_with("pdlaunch smoke")), "{v}");
+    let o = pdl(&["rules"]);
+    let out = stdout(&o);
+    let apart = out.find("Environment causes").expect("causes listed apart");
+    assert!(out[apart..].contains("ENV001") && !out[..apart].contains("ENV001"), "{out}");
+}
+
+#[test]
 fn explain_gibberish_exits_1() {
     let o = pdl(&["explain", "gibberish"]);
     assert_exit(&o, 1, "explain gibberish");

@@ -1,15 +1,98 @@
-//! `explain`: from an SGLang error message (pasted from a log) to the rule that prevents it, with
-//! its cause and fix. Each rule quotes SGLang's own texts with `{...}` where SGLang interpolates a
-//! value; a message matches when every literal piece of a quoted text appears in it, in order.
-//! [`explain_log`] finds every known message of a log excerpt, each once, in order.
+//! `explain`: from an SGLang error message (pasted from a log) to the rule that prevents it, or
+//! the environment cause behind it ([`crate::causes`]), with its cause and fix. Each rule and cause
+//! quotes SGLang's own texts with `{...}` where SGLang interpolates a value; a message matches when
+//! every literal piece of a quoted text appears in it, in order. [`explain_log`] finds every known
+//! message of a log excerpt, each once, in order.
 
-use crate::rules::{Rule, RULES};
+use crate::causes::{Cause, CAUSES};
+use crate::rules::{Rule, Severity, RULES};
 
-/// A rule that matches a message.
+/// What explains a message: a rule that prevents it, or an environment cause.
+#[derive(Clone, Copy, Debug)]
+pub enum Known {
+    /// A rule: its check finds the condition before launch (or says why it cannot).
+    Rule(&'static Rule),
+    /// An environment cause: no command line prevents it.
+    Cause(&'static Cause),
+}
+
+impl Known {
+    /// The rule or cause with this code (case-insensitive) or name.
+    pub fn find(code_or_name: &str) -> Option<Known> {
+        crate::rules::rule(code_or_name)
+            .map(Known::Rule)
+            .or_else(|| crate::causes::cause(code_or_name).map(Known::Cause))
+    }
+    /// `PD001`, `ENV003`...
+    pub fn code(self) -> &'static str {
+        match self {
+            Known::Rule(r) => r.code,
+            Known::Cause(c) => c.code,
+        }
+    }
+    /// The kebab-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Known::Rule(r) => r.name,
+            Known::Cause(c) => c.name,
+        }
+    }
+    /// One line.
+    pub fn summary(self) -> &'static str {
+        match self {
+            Known::Rule(r) => r.summary,
+            Known::Cause(c) => c.summary,
+        }
+    }
+    /// Why it happens.
+    pub fn explanation(self) -> &'static str {
+        match self {
+            Known::Rule(r) => r.explanation,
+            Known::Cause(c) => c.explanation,
+        }
+    }
+    /// What to change.
+    pub fn fix(self) -> &'static str {
+        match self {
+            Known::Rule(r) => r.fix,
+            Known::Cause(c) => c.fix,
+        }
+    }
+    /// SGLang's texts it matches.
+    pub fn sglang_errors(self) -> &'static [&'static str] {
+        match self {
+            Known::Rule(r) => r.sglang_errors,
+            Known::Cause(c) => c.sglang_errors,
+        }
+    }
+    /// A rule's severity; an environment cause has none (it is not a finding).
+    pub fn severity(self) -> Option<Severity> {
+        match self {
+            Known::Rule(r) => Some(r.severity),
+            Known::Cause(_) => None,
+        }
+    }
+    /// The rule, when it is one.
+    pub fn rule(self) -> Option<&'static Rule> {
+        match self {
+            Known::Rule(r) => Some(r),
+            Known::Cause(_) => None,
+        }
+    }
+    /// The pdlaunch command that tells an environment cause apart, when there is one.
+    pub fn command(self) -> Option<&'static str> {
+        match self {
+            Known::Rule(_) => None,
+            Known::Cause(c) => c.command,
+        }
+    }
+}
+
+/// A rule or cause that matches a message.
 #[derive(Clone, Debug)]
 pub struct Explanation {
-    /// The rule.
-    pub rule: &'static Rule,
+    /// The rule or cause.
+    pub known: Known,
     /// The SGLang text that matched.
     pub matched: &'static str,
     /// How much of the text matched, 0..=1 (1 = every literal piece of the SGLang text).
@@ -91,19 +174,25 @@ fn score(msg: &str, template: &str) -> f64 {
     ordered.max(fragment)
 }
 
-/// Rules whose SGLang texts match `message`, best first. Matches below `0.5` are dropped.
+/// Rules and causes whose SGLang texts match `message`, best first (a rule before a cause of the
+/// same score). Matches below `0.5` are dropped.
 pub fn explain(message: &str) -> Vec<Explanation> {
     let msg = normalize(message);
     let mut out: Vec<Explanation> = Vec::new();
-    for rule in RULES {
-        let best = rule.sglang_errors.iter().map(|t| (score(&msg, t), *t)).max_by(|a, b| a.0.total_cmp(&b.0));
+    let known = RULES.iter().map(|r| Known::Rule(r)).chain(CAUSES.iter().map(Known::Cause));
+    for known in known {
+        let best = known.sglang_errors().iter().map(|t| (score(&msg, t), *t)).max_by(|a, b| a.0.total_cmp(&b.0));
         if let Some((s, t)) = best {
             if s >= 0.5 {
-                out.push(Explanation { rule, matched: t, score: s });
+                out.push(Explanation { known, matched: t, score: s });
             }
         }
     }
-    crate::sort::sort_by(&mut out, |a, b| b.score.total_cmp(&a.score).then(a.rule.code.cmp(b.rule.code))); // codes are unique
+    let cause = |e: &Explanation| matches!(e.known, Known::Cause(_));
+    // Codes are unique.
+    crate::sort::sort_by(&mut out, |a, b| {
+        b.score.total_cmp(&a.score).then(cause(a).cmp(&cause(b))).then(a.known.code().cmp(b.known.code()))
+    });
     out
 }
 
@@ -114,7 +203,7 @@ pub struct Found {
     pub line: usize,
     /// That line, trimmed.
     pub text: String,
-    /// The rules that match it, best first.
+    /// The rules and causes that match it, best first.
     pub explanations: Vec<Explanation>,
 }
 
@@ -123,7 +212,7 @@ pub struct Found {
 const IN_EXCERPT: f64 = 0.9;
 
 /// Every known message in a log excerpt (several lines, a traceback between them), in the order
-/// they appear, each rule once: at the first line it matches whole. A single line is explained
+/// they appear, each rule or cause once: at the first line it matches whole. A single line is explained
 /// as [`explain`] does, fragments included.
 pub fn explain_log(text: &str) -> Vec<Found> {
     let lines: Vec<(usize, &str)> =
@@ -140,23 +229,23 @@ pub fn explain_log(text: &str) -> Vec<Found> {
     let mut out = Vec::new();
     for (line, l) in lines {
         let explanations: Vec<Explanation> =
-            explain(l).into_iter().filter(|e| e.score >= IN_EXCERPT && !seen.contains(&e.rule.code)).collect();
+            explain(l).into_iter().filter(|e| e.score >= IN_EXCERPT && !seen.contains(&e.known.code())).collect();
         if explanations.is_empty() {
             continue;
         }
-        seen.extend(explanations.iter().map(|e| e.rule.code));
+        seen.extend(explanations.iter().map(|e| e.known.code()));
         out.push(Found { line, text: l.to_owned(), explanations });
     }
     out
 }
 
-/// One answer to what a user pasted: a rule, the SGLang text it matched (none when the user named
-/// the rule), how well, and, in a log excerpt, the line it was found on.
+/// One answer to what a user pasted: a rule or cause, the SGLang text it matched (none when the
+/// user named it), how well, and, in a log excerpt, the line it was found on.
 #[derive(Clone, Debug)]
 pub struct Answer {
-    /// The rule.
-    pub rule: &'static Rule,
-    /// The SGLang text that matched; `None` when the text named the rule.
+    /// The rule or cause.
+    pub known: Known,
+    /// The SGLang text that matched; `None` when the text named the rule or cause.
     pub matched: Option<&'static str>,
     /// How well, 0..=1.
     pub score: f64,
@@ -164,12 +253,12 @@ pub struct Answer {
     pub line: Option<(usize, String)>,
 }
 
-/// What `pdlaunch explain` and the app's Explain tab answer for `text`: the rule it names (a code
-/// or a rule's name), else the rules its messages match ([`explain_log`]), each under its line
-/// when the text has several.
+/// What `pdlaunch explain` and the app's Explain tab answer for `text`: the rule or cause it names
+/// (a code or a name), else the rules and causes its messages match ([`explain_log`]), each under
+/// its line when the text has several.
 pub fn answer(text: &str) -> Vec<Answer> {
-    if let Some(rule) = crate::rules::rule(text.trim()) {
-        return vec![Answer { rule, matched: None, score: 1.0, line: None }];
+    if let Some(known) = Known::find(text.trim()) {
+        return vec![Answer { known, matched: None, score: 1.0, line: None }];
     }
     let excerpt = text.lines().filter(|l| !l.trim().is_empty()).count() > 1;
     explain_log(text)
@@ -177,7 +266,7 @@ pub fn answer(text: &str) -> Vec<Answer> {
         .flat_map(|f| {
             let line = excerpt.then(|| (f.line, f.text.clone()));
             f.explanations.into_iter().map(move |e| Answer {
-                rule: e.rule,
+                known: e.known,
                 matched: Some(e.matched),
                 score: e.score,
                 line: line.clone(),
@@ -194,11 +283,11 @@ mod tests {
     fn an_answer_is_the_named_rule_or_the_matches_under_their_lines() {
         let named = answer(" pd001 ");
         assert_eq!(
-            (named.len(), named[0].rule.code, named[0].matched, named[0].line.clone()),
+            (named.len(), named[0].known.code(), named[0].matched, named[0].line.clone()),
             (1, "PD001", None, None)
         );
         let one = answer(SEED);
-        assert_eq!(one[0].rule.code, "PD001");
+        assert_eq!(one[0].known.code(), "PD001");
         assert!(one[0].matched.is_some() && one[0].line.is_none());
         let log = format!("\nINFO start\n{SEED}\n");
         let lines: Vec<_> = answer(&log).into_iter().map(|a| a.line.map(|(n, _)| n)).collect();
@@ -223,13 +312,13 @@ Both servers must use the same --page-size value.
 [2026-12-02 10:00:03] ERROR Page size mismatch: prefill server has page_size=64, but decode server has page_size=1.
 ";
         let found = explain_log(log);
-        let codes: Vec<&str> = found.iter().map(|f| f.explanations[0].rule.code).collect();
+        let codes: Vec<&str> = found.iter().map(|f| f.explanations[0].known.code()).collect();
         assert_eq!(codes, ["PD052", "PD013", "PD001"], "{found:#?}");
         assert_eq!(found.iter().map(|f| f.line).collect::<Vec<_>>(), [5, 6, 10]);
         assert!(found[2].text.starts_with("RuntimeError: Page size mismatch"));
         // One line is explained as before, a fragment too; nothing known, nothing found.
         assert_eq!(
-            explain_log("page size mismatch: prefill server has page_size=")[0].explanations[0].rule.code,
+            explain_log("page size mismatch: prefill server has page_size=")[0].explanations[0].known.code(),
             "PD001"
         );
         assert!(explain_log("INFO all good\nINFO still good\n").is_empty());
@@ -242,14 +331,17 @@ Both servers must use the same --page-size value.
     #[test]
     fn the_seed_message_names_pd001() {
         let e = explain(SEED);
-        assert_eq!(e[0].rule.code, "PD001");
+        assert_eq!(e[0].known.code(), "PD001");
         assert!(e[0].score > 0.99);
     }
 
     #[test]
     fn the_template_form_and_a_fragment_match() {
-        assert_eq!(explain("Page size mismatch: prefill server has page_size={info.page_size}")[0].rule.code, "PD001");
-        assert_eq!(explain("page size mismatch: prefill server has page_size=")[0].rule.code, "PD001");
+        assert_eq!(
+            explain("Page size mismatch: prefill server has page_size={info.page_size}")[0].known.code(),
+            "PD001"
+        );
+        assert_eq!(explain("page size mismatch: prefill server has page_size=")[0].known.code(), "PD001");
     }
 
     #[test]

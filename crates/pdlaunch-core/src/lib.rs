@@ -5,6 +5,7 @@
 //! The crate does no I/O: no files, network, clock or threads. Text comes in, values go out, so it
 //! runs unchanged in WebAssembly.
 
+pub mod causes;
 pub mod choices;
 pub mod deployment;
 pub mod deployment_fix;

@@ -1,7 +1,7 @@
-//! Explain: an SGLang error message (or a rule code) in, the rule that prevents it out, with its
-//! cause and fix. A log excerpt gets each known message explained once, in order, under its line.
+//! Explain: an SGLang error message (or a rule code) in, the rule that prevents it (or the
+//! environment cause behind it) out, with its cause and fix. A log excerpt gets each known message explained once, in order, under its line.
 
-use pdlaunch_core::explain::{answer, Answer};
+use pdlaunch_core::explain::{answer, Answer, Known};
 use pdlaunch_core::rules::{Rule, RULES};
 use web_sys::HtmlTextAreaElement;
 use yew::prelude::*;
@@ -20,28 +20,32 @@ pub fn explain_view(text: &str, dispatch: &Callback<Action>) -> Html {
             dispatch.emit(Action::Explain(e.target_unchecked_into::<HtmlTextAreaElement>().value()))
         })
     };
-    let result = |Answer { rule: r, matched, score, line: at }: &Answer| {
+    let result = |Answer { known: k, matched, score, line: at }: &Answer| {
+        let code = k.code();
         html! {
-            <article class="explanation" data-code={r.code} aria-labelledby={format!("explain-{}", r.code)}>
+            <article class="explanation" data-code={code} aria-labelledby={format!("explain-{code}")}>
                 if let Some((line, text)) = at {
                     <p class="log-line">{format!("Line {line}: ")}<code>{text.clone()}</code></p>
                 }
-                <h3 id={format!("explain-{}", r.code)}>
-                    <span class="code">{r.code}</span>{" "}{r.name}
-                    <span class="severity">{r.severity.as_str()}</span>
+                <h3 id={format!("explain-{code}")}>
+                    <span class="code">{code}</span>{" "}{k.name()}
+                    <span class="severity">{k.severity().map_or("environment", |s| s.as_str())}</span>
                     if matched.is_some() { <span class="score">{format!("{:.0}% match", score * 100.0)}</span> }
                 </h3>
-                <p class="rule-summary">{spans(r.summary)}</p>
+                <p class="rule-summary">{spans(k.summary())}</p>
                 if let Some(m) = matched { <p class="matched">{"SGLang says: "}<code>{*m}</code></p> }
                 <h4>{"Cause"}</h4>
-                <p>{spans(r.explanation)}</p>
+                <p>{spans(k.explanation())}</p>
                 <h4>{"Fix"}</h4>
-                <p>{spans(r.fix)}</p>
-                <p class="muted">{if r.lint_only() {
-                    "The Lint tab reports it in pasted scripts and manifests."
-                } else {
-                    "The Builder reports it as you edit, and the Lint tab in pasted scripts and manifests."
+                <p>{spans(k.fix())}</p>
+                <p class="muted">{match k {
+                    Known::Rule(r) if r.lint_only() => "The Lint tab reports it in pasted scripts and manifests.",
+                    Known::Rule(_) => "The Builder reports it as you edit, and the Lint tab in pasted scripts and manifests.",
+                    Known::Cause(_) => "An environment cause: no command line prevents it.",
                 }}</p>
+                if let Some(cmd) = k.command() {
+                    <p class="command">{"To tell it apart, run "}<code>{cmd}</code></p>
+                }
             </article>
         }
     };

@@ -604,7 +604,7 @@ const GPU_CODE: &str = "PD020";
 /// boxes until it is listed here.
 pub const PAIR_CODES: &[&str] = &[
     "PD001", "PD002", "PD003", "PD004", "PD005", "PD006", "PD007", "PD008", "PD009", "PD010", "PD012", "PD017",
-    "PD018", "PD022", "PD023", "PD033", "PD036",
+    "PD018", "PD022", "PD023", "PD033", "PD036", "PD063", "PD065", "PD066", "PD068", "PD069",
 ];
 
 fn place_finding(

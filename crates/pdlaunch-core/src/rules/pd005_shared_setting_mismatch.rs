@@ -21,12 +21,18 @@ pub static RULE: Rule = Rule {
     explanation: "The model, tokenizer, dtype, quantization, transfer backend, attention and DSA backends, \
         speculative settings and KV layout switches decide what the KV bytes mean and how they travel. \
         SGLang checks only page size and KV dtype across servers; every other difference passes the \
-        handshake and then corrupts KV silently or fails transfers later. Page size, KV dtype, the \
+        handshake and then corrupts KV silently or fails transfers later (two models register different \
+        state entries, layer metadata and item sizes, which the transfer refuses when it pairs them). Page size, KV dtype, the \
         speculative algorithm and the KV canary have their own rules (PD001, PD002, PD022, PD023).",
     sglang_errors: &[
         "no error at startup: the prefill and decode disagree on a setting SGLang never compares; requests return garbage or the KV transfer fails",
         "Requested address not found",
         "NIXL_ERR_NOT_FOUND",
+        "Mamba state replication metadata differs between prefill and decode",
+        "Layer metadata must be provided by both PD peers or neither",
+        "Replicated {st.upper()} layout differs between mapped prefill and decode entries: {layout_mismatches}",
+        "PD state transfer failed: state component count mismatch (local={len(self.state_mem_descs)}, remote={len(peer_info.dst_state_mem_descs)})",
+        "NIXL prepared dlist transfer length exceeds item stride: xfer_len={xfer_len}, item_len={item_len}, mem_kind={mem_kind}",
     ],
     fix: "Set the value once in its shared field (`model.*` or `shared.*`) and remove per-side overrides from \
         `prefill.extra_args`/`decode.extra_args`.",

@@ -15,11 +15,12 @@ pub static RULE: Rule = Rule {
     summary: "the larger attention TP size is not a multiple of the smaller one",
     explanation: "With different attention TP sizes P and D, each decode rank pulls from prefill rank \
         `r // (D/P)` or from ranks `r*(P/D)..`. These integer divisions only cover every rank when one size \
-        divides the other. Nothing in SGLang checks it any more, so the transfer targets wrong or missing \
-        ranks: requests hang until the bootstrap timeout or return garbage. Attention TP is \
+        divides the other. Only the replicated-state transfer (QSA, Mamba) checks it; otherwise the \
+        transfer targets wrong or missing ranks: requests hang until the bootstrap timeout or return garbage. Attention TP is \
         `tp / attn_dp / attn_cp` on each side.",
     sglang_errors: &[
         "no error: the attention TP sizes do not divide each other, ranks are paired wrongly and requests hang or return garbage",
+        "One attention TP size must divide the other for replicated-state transfer: src={src_attn_tp_size}, dst={dst_attn_tp_size}",
     ],
     fix: "Choose `prefill.tp`/`decode.tp` (with `attn_dp`/`attn_cp`) so that one side's attention TP size is a \
         multiple of the other's.",

@@ -13,8 +13,18 @@ pub static RULE: Rule = Rule {
     summary: "decode PP size is neither equal to the prefill PP size nor 1",
     explanation: "The decode resolves which prefill PP stages hold its layers on the first request from a \
         prefill: with equal PP sizes stage i pulls from stage i, with decode PP 1 it pulls from all stages. \
-        Every other combination fails an assertion there, which kills the decode scheduler.",
-    sglang_errors: &["Decode pp size ({self.pp_size}) should be equal to prefill pp size ({info.pp_size}) or 1"],
+        Every other combination fails an assertion there, which kills the decode scheduler. The transfer then \
+        pairs the stage's layers with the decode's by layer id: peers that report none, or other layer sets (a \
+        draft's layers on one side, another model), fail it.",
+    sglang_errors: &[
+        "Decode pp size ({self.pp_size}) should be equal to prefill pp size ({info.pp_size}) or 1",
+        "PP-heterogeneous transfer requires layer ids on both peers; got src={n_src} dst={n_dst} entries",
+        "DSA tail pointer count mismatch: src={len(src_ptrs)}, dst={len(dst_ptrs)}, prefill_layers=[{start_layer}, {expected_end})",
+        "Decode peer is missing a transfer entry for model layer {lid}",
+        "Destination KV descriptors do not match prefill pp configuration",
+        "Destination MLA KV descriptors do not match prefill pp configuration",
+        "PP-heterogeneous MLA transfer: decode KV cell geometry differs from prefill over layers [{start}, {end}): prefill item_lens={src_item_lens}, decode item_lens={dst_item_lens}",
+    ],
     fix: "Set `decode.pp` to the prefill's PP size, or to 1.",
     check: Check::Deployment(check),
 };

@@ -9,7 +9,9 @@ use crate::effective::ServerView;
 ///
 /// The decode server refuses a wrong transfer backend or a radix/hierarchical cache at startup;
 /// the decode's first request refuses a non-MLA pool or a prefill with attention CP; the prefill's
-/// bootstrap thread refuses other size pairs when the decode registers.
+/// bootstrap thread refuses other size pairs when the decode registers. On the relayout path the
+/// prefill pairs its KV entries one by one with the decode's (`prepare_dcp_token_item_lens`), so
+/// a draft KV on one side only, or a different per-token KV size, fails every transfer.
 pub static RULE: Rule = Rule {
     code: "PD012",
     name: "dcp-pairing",
@@ -20,7 +22,10 @@ pub static RULE: Rule = Rule {
         Mooncake or NIXL transfer backend (or `fake` for synthetic benchmarks) and the chunk cache (no decode \
         radix cache, no hierarchical cache). Startup checks fail the decode immediately; the pairing checks \
         fail on the first request, in the decode scheduler or in the prefill's bootstrap thread (requests then \
-        hang until the bootstrap timeout).",
+        hang until the bootstrap timeout). On the 1 -> N relayout the prefill pairs its KV entries with the \
+        decode's one by one: speculative decoding on one side only (the draft's KV entries on that side alone), \
+        or a different KV element size or model, fails each transfer, and so do draft KV widths that differ \
+        between the sides' ranks.",
     sglang_errors: &[
         "Unsupported PD DCP topology: {self.dcp_size} -> {dst_dcp_size}",
         "PD decode DCP requires an MLA or hybrid-MLA KV pool.",
@@ -28,9 +33,16 @@ pub static RULE: Rule = Rule {
         "PD decode DCP requires --disaggregation-transfer-backend mooncake, nixl, or fake for synthetic benchmarking, got {cfg.disaggregation_transfer_backend!r}.",
         "PD decode DCP currently requires chunk cache; --disaggregation-decode-enable-radix-cache is not supported.",
         "PD decode DCP currently requires chunk cache; --enable-hierarchical-cache is not supported.",
+        "PD DCP requires the decode to register one KV entry per prefill entry: src={num_entries} (draft={num_draft}), dst={len(dst_page_item_lens)}",
+        "PD DCP source/destination KV geometry differs at entry {i}: src token bytes={src_token_lens[i]}, dst token bytes={dst_item_len // dst_page_scale} (dst item_len={dst_item_len}, page scale={dst_page_scale})",
+        "Ascend PD DCP destination geometry differs at entry {entry}: expected={expected_dst_bytes}, actual={dst_kv_item_lens[entry]}",
+        "NPU DSA PD supports prefill DCP 1 -> decode DCP N only, got prefill={self.dcp_size}, decode={dst_dcp_size}",
+        "PD DCP draft head slicing is unsupported for pure MLA: dummy prefill senders may omit draft head shards",
+        "PD DCP draft KV head shards must divide evenly",
     ],
     fix: "Use equal `prefill.dcp`/`decode.dcp`, or `prefill.dcp: 1` with an MLA model; on a DCP decode keep \
-        `shared.transfer_backend` mooncake or nixl and drop `decode.decode_radix_cache` and `decode.hicache`.",
+        `shared.transfer_backend` mooncake or nixl and drop `decode.decode_radix_cache` and `decode.hicache`; \
+        relayout to a DCP decode from a prefill of the same model, KV dtype and speculative settings.",
     check: Check::Deployment(check),
 };
 
@@ -58,6 +70,9 @@ fn check(ctx: &Context) -> Vec<Finding> {
             };
             out.push(finding(0, message, fix).at(p, "dcp_size").at(d, "dcp_size"));
         }
+        if pd == 1 && dd > 1 {
+            relayout_checks(p, d, dd, &mut out);
+        }
         let pcp = p.size("attn_cp_size");
         if dd > 1 && pcp != 1 {
             let message = format!("{} has dcp_size={dd} but {} has attn_cp_size={pcp}", d.label, p.label);
@@ -72,6 +87,51 @@ fn check(ctx: &Context) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// The entry-by-entry pairing of the 1 -> N relayout: the same entries (a draft's on both sides or
+/// neither), of the same per-token size (one model, one KV element type).
+fn relayout_checks(p: &ServerView, d: &ServerView, dd: u32, out: &mut Vec<Finding>) {
+    let speculates = |s: &ServerView| {
+        s.value("speculative_algorithm").filter(|a| !a.eq_ignore_ascii_case("none") && !a.eq_ignore_ascii_case("null"))
+    };
+    if let (Some(a), None) | (None, Some(a)) = (speculates(p), speculates(d)) {
+        let (on, off) = if speculates(p).is_some() { (p, d) } else { (d, p) };
+        let message = format!(
+            "{} relayouts to {} (dcp_size={dd}) but only {} speculates ({a}): its draft KV entries have no \
+             counterpart on {}",
+            p.label, d.label, on.label, off.label
+        );
+        let fix = "speculate on both sides (`shared.speculative` without `decode_only`), or on neither, with a DCP decode";
+        out.push(finding(6, message, fix).at(d, "dcp_size").at(on, "speculative_algorithm"));
+    }
+    let (pm, dm) = (p.value("model_path"), d.value("model_path"));
+    let (pe, de) = (p.kv_element_type(), d.kv_element_type());
+    let sizes = (nibbles(&pe), nibbles(&de));
+    if pm != dm || matches!(sizes, (Some(a), Some(b)) if a != b) {
+        let what = if pm != dm {
+            format!("models {} and {}", pm.unwrap_or_default(), dm.unwrap_or_default())
+        } else {
+            format!("KV element types {pe} and {de}")
+        };
+        let message = format!(
+            "{} relayouts to {} (dcp_size={dd}) with {what}: the per-token KV sizes of the paired entries differ",
+            p.label, d.label
+        );
+        let fix = "give both sides the same model and `--kv-cache-dtype` (`model.path`, `shared.kv_cache_dtype`)";
+        out.push(finding(7, message, fix).at(d, "dcp_size").at(p, "kv_cache_dtype").at(d, "kv_cache_dtype"));
+    }
+}
+
+/// The size of a KV element type in half-bytes, when the type says it (`model default` does not).
+fn nibbles(element: &str) -> Option<u32> {
+    match element {
+        "nvfp4" | "fp4_mx_block16" => Some(1),
+        "fp8_e4m3" | "fp8_e5m2" | "mxfp8" => Some(2),
+        "bfloat16" | "float16" => Some(4),
+        "float32" => Some(8),
+        _ => None,
+    }
 }
 
 /// The checks a DCP > 1 decode makes on its own (startup) and against the KV pool kind.
@@ -178,6 +238,25 @@ mod tests {
         assert!(texts.iter().any(|t| t.contains("--enable-hierarchical-cache is not supported")));
         assert!(f.iter().any(|f| f.message.contains("transfer backend `ascend`")));
         assert!(f.iter().any(|f| f.fix.contains("decode.extra_args[0]")));
+    }
+
+    #[test]
+    fn the_relayout_pairs_entries_of_one_model_kv_type_and_draft() {
+        let mut d = deepseek();
+        d.decode.dcp = 2;
+        d.decode.extra_args = vec!["--speculative-algorithm".into(), "NEXTN".into()];
+        let f = findings(&d, "PD012");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].message.contains("only decode[0] node 0 speculates (NEXTN)"), "{}", f[0].message);
+        assert!(f[0].sglang_error.unwrap().contains("one KV entry per prefill entry"));
+        d.prefill.extra_args = d.decode.extra_args.clone();
+        assert!(findings(&d, "PD012").is_empty(), "{:?}", findings(&d, "PD012"));
+        d.prefill.extra_args = vec!["--kv-cache-dtype".into(), "fp8_e4m3".into()];
+        d.decode.extra_args = vec!["--kv-cache-dtype".into(), "bf16".into()];
+        let f = findings(&d, "PD012");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].message.contains("KV element types"), "{}", f[0].message);
+        assert!(f[0].sglang_error.unwrap().starts_with("PD DCP source/destination KV geometry differs"));
     }
 
     #[test]

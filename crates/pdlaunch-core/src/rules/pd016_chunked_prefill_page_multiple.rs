@@ -5,7 +5,8 @@ use crate::deployment::Role;
 
 /// SGLang asserts `chunked_prefill_size % page_size == 0` on prefill servers (the decode skips
 /// it), after dividing the chunk by the DP size under DP attention; the page size is the effective
-/// one, after attention-backend snaps.
+/// one, after attention-backend snaps. A page size that is not positive fails there on a prefill,
+/// and on a decode that runs the KV canary, whose sources read the pool's page size.
 pub static RULE: Rule = Rule {
     code: "PD016",
     name: "chunked-prefill-page-multiple",
@@ -15,14 +16,33 @@ pub static RULE: Rule = Rule {
         is a multiple of the page size. With DP attention the chunk is first divided among the DP ranks, so \
         it is the per-rank share that must be a multiple. The page size compared is the effective one: an \
         attention backend can snap it (e.g. to 64 or 128) after the chunk size was chosen. argparse accepts any \
-        integer as the page size; zero fails this check with a division by zero.",
-    sglang_errors: &["chunked_prefill_size must be divisible by page_size"],
+        integer as the page size; zero fails this check with a division by zero, and a decode running \
+        `--kv-canary` refuses it when the canary attaches to the KV pool.",
+    sglang_errors: &[
+        "chunked_prefill_size must be divisible by page_size",
+        "kv-canary: RealKvSource.page_size must be >= 1, got {self.page_size}",
+    ],
     fix: "Set `prefill.chunked_prefill_size` to a multiple of `shared.page_size` times the prefill's `attn_dp`.",
     check: Check::Deployment(check),
 };
 
 fn check(ctx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
+    for d in ctx.heads(Role::Decode) {
+        let canary = d.value("kv_canary").filter(|c| c != "none");
+        if let (Some(given), Some(canary)) = (d.invalid_page_size().filter(|&v| v <= 0), canary) {
+            let message = format!(
+                "{} has page_size={given} with --kv-canary {canary}: the canary reads the pool's page size and \
+                 refuses one below 1",
+                d.label
+            );
+            let at = d.origin("page_size").map_or_else(|| "shared.page_size".to_owned(), |o| o.to_string());
+            let fix = format!("set a positive page size (`{at}`), e.g. 16, 32 or 64");
+            let mut f = Finding::new(&RULE, message, fix).at(d, "page_size").at(d, "kv_canary");
+            f.sglang_error = Some(RULE.sglang_errors[1]);
+            out.push(f);
+        }
+    }
     for p in ctx.heads(Role::Prefill) {
         // Unset means SGLang's own GPU-memory-based default, which is a power of two.
         let chunk = p.explicit("chunked_prefill_size").and_then(|v| crate::spec::parse_human_int(&v));
@@ -129,5 +149,18 @@ mod tests {
         let mut d = llama();
         d.decode.extra_args = vec!["--page-size".into(), "0".into()];
         assert!(findings(&d, "PD016").is_empty());
+    }
+
+    #[test]
+    fn a_decode_running_the_kv_canary_needs_a_positive_page_size() {
+        let mut d = llama();
+        d.decode.extra_args = ["--page-size", "0", "--kv-canary", "raise"].map(Into::into).into();
+        let f = findings(&d, "PD016");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].message.contains("decode[0] has page_size=0 with --kv-canary raise"), "{}", f[0].message);
+        assert!(f[0].sglang_error.unwrap().starts_with("kv-canary: RealKvSource.page_size"));
+        // A positive page size passes.
+        d.decode.extra_args[1] = "32".into();
+        assert!(findings(&d, "PD016").is_empty(), "{:?}", findings(&d, "PD016"));
     }
 }

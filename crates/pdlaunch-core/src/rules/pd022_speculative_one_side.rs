@@ -22,8 +22,12 @@ pub static RULE: Rule = Rule {
         and EAGLE3 differ in the hidden states they carry), the aux layouts differ and the decode starts from \
         wrong draft inputs; no SGLang check compares them. A decode that speculates behind a prefill that does \
         not is supported (SGLang's usual case: the decode drafts for itself and registers its extra draft KV \
-        regions). A prefill that speculates for a decode that does not only wastes the draft work.",
-    sglang_errors: &["no error: the decode reads the prefill's draft top-k and hidden states with its own layout"],
+        regions). A prefill that speculates for a decode that does not wastes the draft work, and over NIXL \
+        fails: the prefill has draft KV regions the decode never registered.",
+    sglang_errors: &[
+        "no error: the decode reads the prefill's draft top-k and hidden states with its own layout",
+        "NIXL PD transfer: decode registered fewer KV regions ({n_dst}) than prefill ({n_src}); unexpected geometry",
+    ],
     fix: "Configure speculative decoding once in `shared.speculative` (with `decode_only: true` for a decode \
         that speculates alone) and do not set `--speculative-*` flags in one side's `extra_args`.",
     check: Check::Deployment(check),
@@ -88,7 +92,11 @@ fn check(ctx: &Context) -> Vec<Finding> {
             ),
         };
         let mut f = Finding::new(&RULE, message, fix).at(p, "speculative_algorithm").at(d, "speculative_algorithm");
-        if kind == "prefill only" || !eagle {
+        let nixl = [p, d].iter().any(|s| s.value("disaggregation_transfer_backend").as_deref() == Some("nixl"));
+        if kind == "prefill only" && nixl {
+            f.message.push_str("; over nixl the prefill's draft KV regions have no counterpart on the decode");
+            f.sglang_error = Some(RULE.sglang_errors[1]);
+        } else if kind == "prefill only" || !eagle {
             f = f.severity(Severity::Warning);
             f.sglang_error = None;
         }
@@ -146,6 +154,16 @@ mod tests {
         // NEXTN runs as EAGLE.
         d.decode.extra_args[1] = "NEXTN".into();
         assert!(findings(&d, "PD022").is_empty());
+    }
+
+    #[test]
+    fn a_prefill_that_speculates_alone_over_nixl_is_an_error() {
+        let mut d = llama();
+        d.shared.transfer_backend = crate::choices::TransferBackend::Nixl;
+        d.prefill.extra_args = vec!["--speculative-algorithm".into(), "EAGLE".into()];
+        let f = findings(&d, "PD022");
+        assert_eq!((f.len(), f[0].severity), (1, Severity::Error), "{f:?}");
+        assert!(f[0].sglang_error.unwrap().contains("decode registered fewer KV regions"));
     }
 
     #[test]

@@ -23,9 +23,14 @@ pub static RULE: Rule = Rule {
         corrupts KV or the aux metadata silently, because the transfer uses the prefill's layout on both ends. The \
         NIXL backend and its parameters, Mooncake's custom memory pool and NVLink/TCP switches must agree for the \
         two engines to connect and move aux data the same way. `SGLANG_USE_HND_KVCACHE` gives the MHA pool an HND \
-        layout that the PD transfer rejects.",
+        layout that the PD transfer rejects. On DeepSeek-V4, `SGLANG_DSV4_KV_LAYOUT` and \
+        `SGLANG_DSV4_UNIFIED_KV_FP8` choose the compressed KV layout each side registers; a staging buffer on one \
+        side only sends staging requests to a decode that has no handler for them.",
     sglang_errors: &[
         "SGLANG_USE_HND_KVCACHE: the HND KV layout cannot describe its buffers to the PD transfer (get_contiguous_buf_infos raises NotImplementedError)",
+        "Head-sliced PD transfer needs the NHD KV cache layout, got {self.kv_args.swa_kv_cache_layout}",
+        "STAGING_REQ received before staging handler initialized",
+        "PD peers disagree on the compressed-MLA KV layout: prefill registered {len(src_kv_ptrs)} regions, decode {len(dst_kv_ptrs)} ({single_pool_len} is one pool per layer, {two_pool_len} is the fp8 two-pool). SGLANG_DSV4_UNIFIED_KV_FP8 must be set the same on both sides.",
     ],
     fix: "Put PD-contract variables in `shared.env` (rendered on every server) rather than in one side's `env`, and \
         leave `SGLANG_USE_HND_KVCACHE` unset.",
@@ -46,7 +51,18 @@ const CONTRACT: &[(&str, &str, bool)] = &[
     ("SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS", "{}", false),
     ("SGLANG_MOONCAKE_SEND_AUX_TCP", "false", false),
     ("MC_FORCE_TCP", "false", false),
+    ("SGLANG_DSV4_KV_LAYOUT", "v4", true),
+    ("SGLANG_DSV4_UNIFIED_KV_FP8", "false", true),
 ];
+
+/// The SGLang text a difference of `name` shows, when SGLang checks it.
+fn text_of(name: &str) -> Option<&'static str> {
+    match name {
+        "SGLANG_DISAGG_STAGING_BUFFER" => Some(RULE.sglang_errors[2]),
+        "SGLANG_DSV4_UNIFIED_KV_FP8" => Some(RULE.sglang_errors[3]),
+        _ => None,
+    }
+}
 
 /// SGLang's `EnvBool` reading of a value: `Some(true/false)` for its spellings, `None` otherwise.
 pub(super) fn env_bool(v: &str) -> Option<bool> {
@@ -139,7 +155,7 @@ fn check<'a>(ctx: &'a Context) -> Vec<Finding> {
             (None, _) => format!("export the same {name} for every prefill and decode server"),
         };
         let mut f = Finding::new(&RULE, message, fix);
-        f.sglang_error = None;
+        f.sglang_error = text_of(name);
         if !layout {
             f = f.severity(Severity::Warning);
         }
@@ -155,7 +171,11 @@ fn check<'a>(ctx: &'a Context) -> Vec<Finding> {
             Origin::Field { path } => format!("remove `{path}`"),
             _ => "unset SGLANG_USE_HND_KVCACHE on PD servers".to_owned(),
         };
-        let f = Finding::new(&RULE, message, fix);
+        let mut f = Finding::new(&RULE, message, fix);
+        // Every PD transfer of an HND pool fails; a head-sliced one (TP sizes differ) says so.
+        if ctx.pairs().iter().any(|(p, d)| p.attn_tp() != d.attn_tp()) {
+            f.sglang_error = Some(RULE.sglang_errors[1]);
+        }
         out.push(
             hnd.iter().fold(f, |f, s| f.at_origin(s.label.clone(), None, env_origin(ctx, s, "SGLANG_USE_HND_KVCACHE"))),
         );
@@ -168,6 +188,17 @@ mod tests {
     use crate::examples::example;
     use crate::rules::testing::*;
     use crate::rules::Severity;
+
+    #[test]
+    fn the_dsv4_layout_variables_are_part_of_the_contract() {
+        let mut d = llama();
+        d.prefill.env.insert("SGLANG_DSV4_UNIFIED_KV_FP8".into(), "1".into());
+        let f = findings(&d, "PD033");
+        assert_eq!((f.len(), f[0].severity), (1, Severity::Error), "{f:?}");
+        assert!(f[0].sglang_error.unwrap().contains("SGLANG_DSV4_UNIFIED_KV_FP8 must be set the same"));
+        d.decode.env.insert("SGLANG_DSV4_UNIFIED_KV_FP8".into(), "true".into());
+        assert!(findings(&d, "PD033").is_empty(), "{:?}", findings(&d, "PD033"));
+    }
 
     #[test]
     fn shared_env_passes() {

@@ -17,12 +17,15 @@ pub static RULE: Rule = Rule {
         KV heads. With fewer KV heads than ranks, consecutive ranks share (replicate) a head, which works only \
         when the rank count is a multiple of the KV heads; with more, the heads are split and the count must be \
         a multiple of the rank count. SGLang asserts both while building the model, so the server dies after \
-        loading the weights. The per-rank KV head count also fixes the KV row that PD transfers slice. \
+        loading the weights. The per-rank KV head count also fixes the KV row that PD transfers slice: heads \
+        that do not split evenly over both sides' ranks fail the head-sliced transfer. \
         Attention TP is `tp / attn_dp / attn_cp`.",
     sglang_errors: &[
         "assert self.total_num_kv_heads % tp_size == 0",
         "assert tp_size % self.total_num_kv_heads == 0",
         "assert self.total_num_heads % tp_size == 0",
+        "KV item lengths (prefill={src_item_len}, decode={dst_item_len}) do not split into {src_heads} and {dst_heads} heads of {total_kv_heads} total with page_size={page_size}",
+        "Slice size exceeds destination token capacity for TP slice transfer",
     ],
     fix: "Choose `tp` (with `attn_dp`) so that the attention TP size divides the model's attention heads, and \
         either divides its KV heads or is a multiple of them.",

@@ -1,17 +1,17 @@
-//! `pdlaunch explain`: from an SGLang error message (or a rule code) to cause and fix. A log
-//! excerpt of several lines (a traceback between the messages) gets each known message explained
-//! once, in the order they appear.
+//! `pdlaunch explain`: from an SGLang error message (or a rule or environment-cause code) to cause
+//! and fix. A log excerpt of several lines (a traceback between the messages) gets each known
+//! message explained once, in the order they appear.
 
 use std::io::Read;
 
-use pdlaunch_core::explain::{answer, Answer};
+use pdlaunch_core::explain::{answer, Answer, Known};
 
 use crate::style::Style;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The SGLang error text (quote it), a log excerpt, a rule code such as PD001, or `-` to read
-    /// stdin.
+    /// The SGLang error text (quote it), a log excerpt, a rule code such as PD001, an environment
+    /// cause such as ENV003, or `-` to read stdin.
     pub text: String,
     /// Output format.
     #[arg(long, default_value = "human", value_parser = ["human", "json"])]
@@ -30,12 +30,19 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
     if args.format == "json" {
         let v: Vec<_> = hits
             .iter()
-            .map(|Answer { rule: r, matched: m, score: s, line: at }| {
+            .map(|Answer { known: k, matched: m, score: s, line: at }| {
                 let mut v = serde_json::json!({
-                    "code": r.code, "rule": r.name, "severity": r.severity, "score": s,
-                    "summary": r.summary, "cause": r.explanation, "fix": r.fix,
-                    "matched_sglang_text": m, "sglang_errors": r.sglang_errors, "lint_only": r.lint_only(),
+                    "code": k.code(), "kind": if k.rule().is_some() { "rule" } else { "environment" },
+                    "rule": k.name(), "score": s, "summary": k.summary(), "cause": k.explanation(), "fix": k.fix(),
+                    "matched_sglang_text": m, "sglang_errors": k.sglang_errors(),
                 });
+                match k {
+                    Known::Rule(r) => {
+                        v["severity"] = serde_json::json!(r.severity);
+                        v["lint_only"] = serde_json::json!(r.lint_only());
+                    }
+                    Known::Cause(c) => v["command"] = serde_json::json!(c.command),
+                }
                 if let Some((line, text)) = at {
                     v["line"] = serde_json::json!(line);
                     v["text"] = serde_json::json!(text);
@@ -45,10 +52,10 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
             .collect();
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else if hits.is_empty() {
-        println!("No rule matches this text. `pdlaunch rules` lists what pdlaunch checks.");
+        println!("No rule matches this text. `pdlaunch rules` lists what pdlaunch checks and the environment causes it knows.");
     } else {
         let mut last_line = None;
-        for (i, Answer { rule: r, matched: m, line: at, .. }) in hits.iter().enumerate() {
+        for (i, Answer { known: k, matched: m, line: at, .. }) in hits.iter().enumerate() {
             match at {
                 Some((line, text)) if last_line != Some(*line) => {
                     if i > 0 {
@@ -60,18 +67,28 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
                 _ if i > 0 => println!("\nAlso possible:"),
                 _ => {}
             }
-            println!("{} {}: {}", style.bold(r.code), style.bold(r.name), r.summary);
+            println!("{} {}: {}", style.bold(k.code()), style.bold(k.name()), k.summary());
             if let Some(m) = m {
                 println!("  {} SGLang raises: {m}", style.dim("="));
             }
-            println!("  {} cause: {}", style.dim("="), r.explanation);
-            println!("  {} fix: {}", style.dim("="), r.fix);
-            let reported = if r.lint_only() {
-                "`pdlaunch lint` reports it in launch scripts and manifests"
-            } else {
-                "`pdlaunch check` reports it before launch, and `pdlaunch lint` in existing scripts,"
-            };
-            println!("  {} {reported} as {}.", style.dim("="), r.code);
+            println!("  {} cause: {}", style.dim("="), k.explanation());
+            println!("  {} fix: {}", style.dim("="), k.fix());
+            match k {
+                Known::Rule(r) => {
+                    let reported = if r.lint_only() {
+                        "`pdlaunch lint` reports it in launch scripts and manifests"
+                    } else {
+                        "`pdlaunch check` reports it before launch, and `pdlaunch lint` in existing scripts,"
+                    };
+                    println!("  {} {reported} as {}.", style.dim("="), r.code);
+                }
+                Known::Cause(c) => {
+                    println!("  {} an environment cause: no command line prevents it.", style.dim("="));
+                    if let Some(cmd) = c.command {
+                        println!("  {} to tell it apart, run: {cmd}", style.dim("="));
+                    }
+                }
+            }
         }
     }
     Ok(if hits.is_empty() { crate::EXIT_FINDINGS } else { 0 })

@@ -1,5 +1,7 @@
-//! `pdlaunch rules`: list the validation rules.
+//! `pdlaunch rules`: list the validation rules, and apart from them the environment causes that
+//! `explain` knows (no check finds those before launch).
 
+use pdlaunch_core::causes::CAUSES;
 use pdlaunch_core::rules::RULES;
 
 use crate::style::Style;
@@ -13,6 +15,8 @@ pub struct Args {
 
 pub fn run(args: Args, style: &Style) -> super::Result<u8> {
     if args.format == "json" {
+        // The rules only: an environment cause is no check (`pdlaunch explain ENV001 --format json`
+        // gives one).
         let v: Vec<_> = RULES
             .iter()
             .map(|r| {
@@ -26,6 +30,10 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
             // Rules only written commands can break are reported by `lint` alone.
             let lint = if r.lint_only() { " (lint only)" } else { "" };
             println!("{} {:<8} {:<36} {}{lint}", style.bold(r.code), r.severity.as_str(), r.name, r.summary);
+        }
+        println!("\nEnvironment causes (`pdlaunch explain` names them; no check prevents them):");
+        for c in CAUSES {
+            println!("{} {:<36} {}", style.bold(c.code), c.name, c.summary);
         }
     }
     Ok(0)
