@@ -89,6 +89,7 @@ rules! {
     pd082_kv_cache_sharding,
     pd083_refused_on_pd_server,
     pd084_decode_host_pool,
+    pd085_pd_config_values,
 }
 
 /// The rule with this code (case-insensitive), or with this name.

@@ -51,12 +51,18 @@ pub static RULE: Rule = Rule {
         "KV sharding with trtllm_mla requires an MLA model.",
         "KV sharding with trtllm_mla only supports plain-TP MLA (attn_cp_size must be 1).",
         "KV sharding with trtllm_mla requires chunked prefix caching.",
+        "--enable-kv-cache-sharding does not support encoder-decoder models: cross-attention uses a separate encoder page table that is not part of the sharded gather plan.",
     ],
     fix: "Shard the KV cache only on the prefill, with fa3 (or trtllm_mla for MLA), mooncake or nixl, \
         `--page-size 64`, a chunked-prefill size that is a multiple of it, and prefill CP > 1 for GQA models \
         (attention TP > 1 for MLA ones); or remove `--enable-kv-cache-sharding`.",
     check: Check::Deployment(check),
 };
+
+/// Architectures SGLang serves as encoder-decoder models (`is_encoder_decoder` in
+/// `srt/configs/model_config.py`), whose cross-attention page table is not sharded.
+const ENCODER_DECODER_ARCHS: &[&str] =
+    &["WhisperForConditionalGeneration", "MllamaForConditionalGeneration", "MossVLForConditionalGeneration"];
 
 /// One refusal: the index of its text in `sglang_errors`, the flag (or variable) concerned, what
 /// the server has, and the fix.
@@ -143,6 +149,9 @@ fn violations(ctx: &Context, s: &ServerView) -> Vec<Violation> {
                 format!("remove `--hicache-storage-backend` (host offload alone is supported), or {drop}"),
             ));
         }
+    }
+    if let Some(arch) = ctx.model.architecture().filter(|a| ENCODER_DECODER_ARCHS.contains(a)) {
+        v.push((26, "model_path", format!("the encoder-decoder model {arch}"), drop.into()));
     }
     let mla = ctx.model.attention().map(|k| k == AttentionKind::Mla);
     let (attn, prefill, _) = s.attention_backends(&ctx.model);
@@ -346,6 +355,15 @@ mod tests {
         one(GQA_OK, " --dcp-size 2", None, "PD decode DCP does not support a prefill with --enable-kv-cache-sharding");
         // A chunk to round with --mem-fraction-static pinned is SGLang's business alone.
         assert!(found(&format!("{GQA_OK} --chunked-prefill-size 1000 --mem-fraction-static 0.8"), "", None).is_empty());
+    }
+
+    #[test]
+    fn an_encoder_decoder_model_is_refused() {
+        let mut d = llama();
+        d.model.geometry.as_mut().unwrap().architecture = Some("MllamaForConditionalGeneration".into());
+        d.prefill.extra_args = vec!["--enable-kv-cache-sharding".into()];
+        let f = findings(&d, "PD082");
+        assert!(f.iter().any(|f| f.message.contains("the encoder-decoder model MllamaForConditionalGeneration")), "{f:?}");
     }
 
     #[test]

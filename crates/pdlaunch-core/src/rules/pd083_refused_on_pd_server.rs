@@ -153,6 +153,16 @@ static REFUSALS: &[Refusal] = &[
         error: "prefill_complete requires optimistic prefill, but the resolved model/cache configuration disabled it.",
         fix: "leave `--optimistic-prefill-attempts` unset (SGLang makes it 1) or set it to 1 or more",
     },
+    Refusal {
+        roles: DECODE,
+        dest: "enable_hisparse",
+        refused: |s| {
+            (s.switch("enable_hisparse") && s.value("disaggregation_transfer_backend").as_deref() == Some("ascend"))
+                .then(|| "--enable-hisparse over the ascend transfer backend".to_owned())
+        },
+        error: "Ascend PD transfer does not support HiSparse destination device KV indices",
+        fix: "remove `--enable-hisparse` from the decode, or use another transfer backend",
+    },
 ];
 
 /// Every text of [`REFUSALS`], in order (`sglang_errors` must be a literal list: checked by a test).
@@ -167,7 +177,8 @@ pub static RULE: Rule = Rule {
         SM100, a native NVFP4 KV cache. On the prefill: ReplaySSM speculative verify rings, and the \
         `prefill_complete` allocation policy with optimistic prefill turned off. On the decode: DWDP, a buffer-only \
         HiCache host tier, and the decode radix cache with HiSparse, the fake transfer backend or a speculative \
-        algorithm other than EAGLE, EAGLE3 or DSPARK.",
+        algorithm other than EAGLE, EAGLE3 or DSPARK, and HiSparse over the Ascend transfer backend (the prefill \
+        cannot send to its device-only destinations).",
     sglang_errors: &[
         "--enable-watermark is not supported with PD disaggregation",
         "--enable-response-store is not supported with --disaggregation-mode=prefill or decode; response storage must remain disabled in PD mode.",
@@ -183,6 +194,7 @@ pub static RULE: Rule = Rule {
         "--disaggregation-decode-enable-radix-cache is incompatible with speculative decoding (--speculative-algorithm {cfg.speculative_algorithm})",
         "SM100 native NVFP4 with trtllm_mha does not yet support PD disaggregation because its physical block-scale layout is not implemented by the KV transfer path.",
         "prefill_complete requires optimistic prefill, but the resolved model/cache configuration disabled it.",
+        "Ascend PD transfer does not support HiSparse destination device KV indices",
     ],
     fix: "Remove the option from the PD server it is refused on (the finding names it and the side).",
     check: Check::Deployment(check),
@@ -247,6 +259,7 @@ mod tests {
             ("", " --disaggregation-decode-enable-radix-cache --disaggregation-transfer-backend fake", "fake transfer backend"),
             ("", " --disaggregation-decode-enable-radix-cache --speculative-algorithm NGRAM", "--speculative-algorithm NGRAM"),
             (" --disaggregation-decode-allocation-policy prefill_complete --optimistic-prefill-attempts -1", "", "prefill_complete"),
+            ("", " --disaggregation-transfer-backend ascend --enable-hisparse", "--enable-hisparse over the ascend"),
         ] {
             let f = found(p, d);
             assert!(f.iter().any(|f| f.message.contains(want)), "{p} | {d}: {want} not in {f:?}");

@@ -20,7 +20,10 @@ pub static RULE: Rule = Rule {
         HiSparse or an explicit `cpu_tensor` backup. The host pool exists only on a PD decode, and SGLang refuses \
         it with decode context parallelism, with priority scheduling that may preempt, and next to decode KV \
         offload (both would build a decode host pool). Even where the flags pass, the decode's KV manager stops \
-        at startup: no built-in transfer backend of SGLang 0.5.23 can write to host destinations.",
+        at startup: no built-in transfer backend of SGLang 0.5.23 can write to host destinations. The host pool \
+        (`--hicache-size`, or `--hicache-ratio` times the device pool, which SGLang sizes from free GPU memory at \
+        startup) must also hold one retracted request and one received page, which only the running server \
+        knows.",
     sglang_errors: &[
         "--disaggregation-decode-retraction-backup=host_pool is only supported on a PD decode server.",
         "--disaggregation-decode-retraction-backup=host_pool does not support --dcp-size > 1.",
@@ -30,6 +33,8 @@ pub static RULE: Rule = Rule {
         "Decode host receive does not yet support HiSparse or role switching",
         "Decode host KV buffering requires host_pool retraction",
         "Transfer backend does not support decode host KV destinations",
+        "Host pool must hold a retraction and a receive page; increase --hicache-size or --hicache-ratio",
+        "SWA host pool must hold a retraction and a receive page; increase --hicache-size or --hicache-ratio",
     ],
     fix: "Keep `--disaggregation-decode-host-receive-threshold` at 1 (the default) and use the `cpu_tensor` \
         retraction backup, or `host_pool` on a decode alone, without DCP, decode KV offload or preempting \
