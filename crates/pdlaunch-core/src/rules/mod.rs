@@ -90,6 +90,7 @@ rules! {
     pd083_refused_on_pd_server,
     pd084_decode_host_pool,
     pd085_pd_config_values,
+    pd086_pd_environment_values,
 }
 
 /// The rule with this code (case-insensitive), or with this name.
