@@ -78,9 +78,13 @@ fn check(ctx: &Context) -> Vec<Finding> {
         } else {
             f.at(s, dest)
         };
-        if which == 13 || which == 14 {
+        // A text's index past 100 is a warning: SGLang may or may not raise it.
+        let which = if which >= 100 {
             f = f.severity(Severity::Warning);
-        }
+            which - 100
+        } else {
+            which
+        };
         f.sglang_error = RULE.sglang_errors.get(which).copied();
         f
     };
@@ -253,17 +257,29 @@ fn violations(ctx: &Context, s: &ServerView) -> Vec<Violation> {
         Some(c) if c <= 0 => {
             v.push((12, "chunked_prefill_size", format!("chunked_prefill_size={c}"), "set a positive chunked-prefill size, a multiple of the page size".into()))
         }
-        Some(c) if page > 1 && c % i64::from(page) != 0 => {
+        Some(c) if page > 1 && c % i64::from(page) != 0 && s.explicit("mem_fraction_static").is_none() => {
             let size = i64::from(page);
             let rounded = (c + size - 1) / size * size;
-            let which = if s.explicit("mem_fraction_static").is_some() { usize::MAX } else if s.gpu.is_none() { 13 } else { 14 };
-            if which != usize::MAX {
+            // SGLang takes 1.5 MB per token of the larger chunk above 2048 from the automatic
+            // memory fraction; none when both stay under 2048.
+            let delta_mb = 1.5 * (rounded.max(2048) - c.max(2048)) as f64;
+            if delta_mb > 0.0 {
+                let gpu_mb = s.gpu.map(|g| f64::from(g.memory_gib()) * 1024.0);
+                // The fraction is below 1, so a rounding that costs the whole GPU always fails.
+                let (which, certain) = match gpu_mb {
+                    None => (13, false),
+                    Some(mb) => (14, delta_mb >= mb),
+                };
+                let cost = match gpu_mb {
+                    Some(mb) => format!("{delta_mb:.0} MB of the GPU's {mb:.0} MB"),
+                    None => format!("{delta_mb:.0} MB of a device memory pdlaunch does not know"),
+                };
                 v.push((
-                    which,
+                    if certain { which } else { which + 100 },
                     "chunked_prefill_size",
                     format!(
-                        "chunked_prefill_size={c}, not a multiple of page_size={page}: SGLang rounds it up to {rounded} and \
-                         takes the memory from the automatic --mem-fraction-static"
+                        "chunked_prefill_size={c}, not a multiple of page_size={page}: SGLang rounds it up to {rounded} \
+                         and takes {cost} from the automatic --mem-fraction-static"
                     ),
                     format!("pass a multiple of {page} yourself, e.g. {}", (c / size).max(1) * size),
                 ));
@@ -346,7 +362,12 @@ mod tests {
         one(" --enable-kv-cache-sharding --page-size 64", "", None, "--enable-kv-cache-sharding for GQA models");
         one(" --enable-kv-cache-sharding --enable-prefill-cp --attn-cp-size 2 --tp 2", "", None, "--enable-kv-cache-sharding requires a real page size");
         one(&format!("{GQA_OK} --chunked-prefill-size -1"), "", None, "--enable-kv-cache-sharding requires chunked prefill");
-        one(&format!("{GQA_OK} --chunked-prefill-size 1000"), "", None, "Auto-rounding --chunked-prefill-size");
+        one(&format!("{GQA_OK} --chunked-prefill-size 4000"), "", None, "Auto-rounding --chunked-prefill-size");
+        let f = found(" --enable-kv-cache-sharding --enable-prefill-cp --attn-cp-size 2 --tp 2 --page-size 65536 --chunked-prefill-size 65537", "", None);
+        let e: Vec<_> = f.iter().filter(|f| f.severity == crate::rules::Severity::Error).filter_map(|f| f.sglang_error).collect();
+        assert!(e.iter().any(|e| e.starts_with("Auto-rounding")), "{f:?}");
+        // Under 2048 tokens the rounding costs nothing.
+        assert!(found(&format!("{GQA_OK} --chunked-prefill-size 1000"), "", None).is_empty());
         one(" --enable-kv-cache-sharding --page-size 64", "", Some("deepseek-v3"), "--enable-kv-cache-sharding for MLA models without prefill CP shards across attention-TP ranks and needs");
         one(" --enable-kv-cache-sharding --page-size 64 --tp 2 --dp 2 --enable-dp-attention", "", Some("deepseek-v3"), "--enable-kv-cache-sharding for MLA models without prefill CP shards across attention-TP and requires");
         one(" --enable-kv-cache-sharding", "", Some("deepseek-v3.2"), "DSA KV sharding requires CUDA");
