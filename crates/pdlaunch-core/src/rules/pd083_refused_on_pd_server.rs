@@ -90,8 +90,14 @@ static REFUSALS: &[Refusal] = &[
     Refusal {
         roles: DECODE,
         dest: "hicache_host_memory_mode",
+        // SGLang validates the host memory mode of every decode whose host pool may exist: with
+        // HiCache, decode offload, or the default or host-pool retraction backup.
         refused: |s| {
-            (s.switch("enable_hierarchical_cache") && s.value("hicache_host_memory_mode").as_deref() == Some("buffer_only"))
+            let backup = s.value("disaggregation_decode_retraction_backup");
+            let pool = s.switch("enable_hierarchical_cache")
+                || s.switch("disaggregation_decode_enable_offload_kvcache")
+                || matches!(backup.as_deref(), None | Some("host_pool"));
+            (pool && s.value("hicache_host_memory_mode").as_deref() == Some("buffer_only"))
                 .then(|| "--hicache-host-memory-mode buffer_only".to_owned())
         },
         error: "--hicache-host-memory-mode buffer_only is not supported on decode instances: the decode-side prefetch and offload paths bypass the buffer-mode pipeline, fetching without its prefix context and never consuming its staged holds. Prefill instances share the standard scheduler path and are supported.",
@@ -240,6 +246,8 @@ mod tests {
         let radix = " --disaggregation-decode-enable-radix-cache --speculative-algorithm EAGLE";
         assert!(found("", radix).is_empty());
         assert!(found(" --enable-hierarchical-cache --hicache-host-memory-mode buffer_only --hicache-storage-backend file", "").is_empty());
+        let cpu = " --hicache-host-memory-mode buffer_only --disaggregation-decode-retraction-backup cpu_tensor";
+        assert!(found("", cpu).is_empty());
         assert!(found(" --disaggregation-decode-allocation-policy prefill_complete", "").is_empty());
     }
 
@@ -255,6 +263,7 @@ mod tests {
             (" --enable-linear-replayssm-spec", "", "--enable-linear-replayssm-spec"),
             ("", " --dwdp-size 2 --tp 2", "--dwdp-size 2"),
             ("", " --enable-hierarchical-cache --hicache-host-memory-mode buffer_only --disaggregation-decode-enable-radix-cache", "buffer_only"),
+            ("", " --hicache-host-memory-mode buffer_only --hicache-storage-backend file", "buffer_only"),
             ("", " --disaggregation-decode-enable-radix-cache --enable-hisparse", "with --enable-hisparse"),
             ("", " --disaggregation-decode-enable-radix-cache --disaggregation-transfer-backend fake", "fake transfer backend"),
             ("", " --disaggregation-decode-enable-radix-cache --speculative-algorithm NGRAM", "--speculative-algorithm NGRAM"),

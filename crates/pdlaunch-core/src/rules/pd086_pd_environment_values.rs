@@ -119,7 +119,9 @@ fn mooncake(s: &ServerView, v: &mut Vec<Violation>) {
             ));
         }
     }
-    let probe = s.env.get("SGLANG_ENABLE_FAILED_SESSION_PROBE").map_or(true, |_| env_on(s, "SGLANG_ENABLE_FAILED_SESSION_PROBE"));
+    // The probe is on unless the variable turns it off.
+    const PROBE: &str = "SGLANG_ENABLE_FAILED_SESSION_PROBE";
+    let probe = !s.env.contains_key(PROBE) || env_on(s, PROBE);
     if probe {
         let interval = number(s, "SGLANG_FAILED_SESSION_PROBE_INTERVAL_S").unwrap_or(30.0);
         let max = number(s, "SGLANG_FAILED_SESSION_PROBE_MAX_INTERVAL_S").unwrap_or(300.0);
