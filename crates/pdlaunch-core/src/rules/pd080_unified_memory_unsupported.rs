@@ -173,7 +173,7 @@ fn violations(ctx: &Context, s: &ServerView) -> Vec<(usize, Option<&'static str>
             v.push((
                 which,
                 Some("speculative_algorithm"),
-                format!("--speculative-algorithm {alg} over mooncake, which unified memory's PD transfer does not support"),
+                format!("--speculative-algorithm {alg} over mooncake, which unified memory's PD transfer refuses"),
             ));
         }
         if env_on(s, "SGLANG_DISABLE_LAZY_COMPACTION") {
@@ -184,7 +184,8 @@ fn violations(ctx: &Context, s: &ServerView) -> Vec<(usize, Option<&'static str>
             ));
         }
         if s.switch("enable_hisparse") {
-            v.push((4, Some("enable_hisparse"), "--enable-hisparse, which bypasses the unified pool's translation".into()));
+            let why = "--enable-hisparse, which bypasses the unified pool's translation";
+            v.push((4, Some("enable_hisparse"), why.into()));
         }
         if s.switch("disaggregation_decode_enable_offload_kvcache") {
             let storage = s.value("hicache_storage_backend");
@@ -199,20 +200,18 @@ fn violations(ctx: &Context, s: &ServerView) -> Vec<(usize, Option<&'static str>
                 ));
             }
             let model = ctx.model.architecture().unwrap_or("this model");
-            if mla {
-                v.push((6, Some("disaggregation_decode_enable_offload_kvcache"), format!("decode KV offload for the MLA model {model}")));
+            let kind = if mla {
+                Some((6, "MLA"))
             } else if mamba {
-                v.push((
-                    7,
-                    Some("disaggregation_decode_enable_offload_kvcache"),
-                    format!("decode KV offload for the hybrid-Mamba model {model}"),
-                ));
+                Some((7, "hybrid-Mamba"))
             } else if swa {
-                v.push((
-                    8,
-                    Some("disaggregation_decode_enable_offload_kvcache"),
-                    format!("decode KV offload for the hybrid sliding-window model {model}"),
-                ));
+                Some((8, "hybrid sliding-window"))
+            } else {
+                None
+            };
+            if let Some((which, kind)) = kind {
+                let why = format!("decode KV offload for the {kind} model {model}");
+                v.push((which, Some("disaggregation_decode_enable_offload_kvcache"), why));
             }
         }
         if mamba && retraction_backup(s).as_deref() == Some("host_pool") {

@@ -98,7 +98,8 @@ fn check(ctx: &Context) -> Vec<Finding> {
         let dcp = d.size("dcp_size");
         if dcp > 1 {
             let why = format!("{} has dcp_size={dcp}, and a DCP decode refuses a sharded prefill", d.label);
-            out.push(finding(p, (16, "dcp_size", why, "set the decode's `--dcp-size 1`, or stop sharding".into())).at(d, "dcp_size"));
+            let fix = "set the decode's `--dcp-size 1`, or stop sharding".to_owned();
+            out.push(finding(p, (16, "dcp_size", why, fix)).at(d, "dcp_size"));
         }
         let (pt, dt) = (p.attn_tp(), d.attn_tp());
         if ctx.model.attention() == Some(AttentionKind::Mla) && p.size("attn_cp_size") == 1 && pt != dt {
@@ -128,7 +129,8 @@ fn violations(ctx: &Context, s: &ServerView) -> Vec<Violation> {
         return v;
     }
     if let Some(alg) = s.value("dllm_algorithm") {
-        v.push((1, "dllm_algorithm", format!("--dllm-algorithm {alg}"), format!("{drop}, or serve an autoregressive model")));
+        let fix = format!("{drop}, or serve an autoregressive model");
+        v.push((1, "dllm_algorithm", format!("--dllm-algorithm {alg}"), fix));
     }
     for (which, dest, flag) in [
         (17, "enable_unified_memory", "--enable-unified-memory"),
@@ -167,7 +169,7 @@ fn violations(ctx: &Context, s: &ServerView) -> Vec<Violation> {
             Some(b) => v.push((
                 22,
                 "attention_backend",
-                format!("prefill attention backend `{b}` for the DSA model {}", ctx.model.architecture().unwrap_or_default()),
+                format!("prefill attention backend `{b}` for a DSA model"),
                 "use the dsa attention backend (leave `--attention-backend` unset)".into(),
             )),
         }
@@ -176,11 +178,13 @@ fn violations(ctx: &Context, s: &ServerView) -> Vec<Violation> {
             Some("fa3") | None => {}
             Some("trtllm_mla") => {
                 if mla == Some(false) {
-                    v.push((23, "attention_backend", "prefill attention backend trtllm_mla for a non-MLA model".into(), "use fa3".into()));
+                    let why = "prefill attention backend trtllm_mla for a non-MLA model";
+                    v.push((23, "attention_backend", why.into(), "use fa3".into()));
                 }
                 let cp = s.size("attn_cp_size");
                 if cp > 1 {
-                    v.push((24, "attn_cp_size", format!("trtllm_mla with attn_cp_size={cp}"), "set `--attn-cp-size 1`, or use fa3".into()));
+                    let fix = "set `--attn-cp-size 1`, or use fa3";
+                    v.push((24, "attn_cp_size", format!("trtllm_mla with attn_cp_size={cp}"), fix.into()));
                 }
                 if s.switch("disable_chunked_prefix_cache") {
                     v.push((
@@ -205,7 +209,7 @@ fn violations(ctx: &Context, s: &ServerView) -> Vec<Violation> {
                 v.push((
                     3,
                     dest,
-                    format!("prefill attention backend `{b}`{how}; sharding needs fa3 (or trtllm_mla for plain-TP MLA)"),
+                    format!("prefill attention backend `{b}`{how}; sharding needs fa3 (trtllm_mla for MLA)"),
                     "set `--prefill-attention-backend fa3`".into(),
                 ));
             }
@@ -221,7 +225,8 @@ fn violations(ctx: &Context, s: &ServerView) -> Vec<Violation> {
         ));
     }
     if env_on(s, "SGLANG_DISAGG_STAGING_BUFFER") {
-        v.push((7, "SGLANG_DISAGG_STAGING_BUFFER", "SGLANG_DISAGG_STAGING_BUFFER set".into(), "unset SGLANG_DISAGG_STAGING_BUFFER".into()));
+        const STAGING: &str = "SGLANG_DISAGG_STAGING_BUFFER";
+        v.push((7, STAGING, format!("{STAGING} set"), format!("unset {STAGING}")));
     }
     let (cp, tp, dp) = (s.size("attn_cp_size"), s.size("tp_size"), s.attn_dp());
     match mla {
@@ -234,7 +239,8 @@ fn violations(ctx: &Context, s: &ServerView) -> Vec<Violation> {
                     "set `--attn-dp-size 1` (no DP attention) on the prefill".into(),
                 ));
             } else if tp <= 1 {
-                v.push((9, "tp_size", "tp_size=1 for an MLA model without prefill CP".into(), "use `--tp-size` 2 or more".into()));
+                let why = "tp_size=1 for an MLA model without prefill CP";
+                v.push((9, "tp_size", why.into(), "use `--tp-size` 2 or more".into()));
             }
         }
         Some(false) if !s.switch("enable_prefill_cp") || cp <= 1 => v.push((
@@ -255,7 +261,8 @@ fn violations(ctx: &Context, s: &ServerView) -> Vec<Violation> {
     let chunk = s.explicit("chunked_prefill_size").and_then(|c| crate::spec::parse_human_int(&c));
     match chunk {
         Some(c) if c <= 0 => {
-            v.push((12, "chunked_prefill_size", format!("chunked_prefill_size={c}"), "set a positive chunked-prefill size, a multiple of the page size".into()))
+            let fix = "set a positive chunked-prefill size, a multiple of the page size";
+            v.push((12, "chunked_prefill_size", format!("chunked_prefill_size={c}"), fix.into()))
         }
         Some(c) if page > 1 && c % i64::from(page) != 0 && s.explicit("mem_fraction_static").is_none() => {
             let size = i64::from(page);
@@ -320,7 +327,8 @@ fn dsa_violations(ctx: &Context, s: &ServerView, sm: Option<u32>) -> Vec<Violati
             s.value("dsa_prefill_backend").unwrap_or_else(|| "default".into()),
             s.value("dsa_decode_backend").unwrap_or_else(|| "default".into())
         );
-        let fix = "use `--dsa-prefill-backend trtllm --dsa-decode-backend trtllm --kv-cache-dtype fp8_e4m3 --page-size 64`";
+        let fix = "use `--dsa-prefill-backend trtllm --dsa-decode-backend trtllm`, `--kv-cache-dtype fp8_e4m3` and \
+                   `--page-size 64`";
         v.push((5, "dsa_prefill_backend", why, fix.into()));
     }
     v

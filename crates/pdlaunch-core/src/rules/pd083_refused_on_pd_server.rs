@@ -153,8 +153,9 @@ static REFUSALS: &[Refusal] = &[
         dest: "optimistic_prefill_attempts",
         refused: |s| {
             let n = s.int("optimistic_prefill_attempts")?;
-            (s.value("disaggregation_decode_allocation_policy").as_deref() == Some("prefill_complete") && n < 0)
-                .then(|| format!("--disaggregation-decode-allocation-policy prefill_complete with --optimistic-prefill-attempts {n}"))
+            let policy = s.value("disaggregation_decode_allocation_policy");
+            (policy.as_deref() == Some("prefill_complete") && n < 0)
+                .then(|| format!("the prefill_complete allocation policy with --optimistic-prefill-attempts {n}"))
         },
         error: "prefill_complete requires optimistic prefill, but the resolved model/cache configuration disabled it.",
         fix: "leave `--optimistic-prefill-attempts` unset (SGLang makes it 1) or set it to 1 or more",

@@ -64,21 +64,29 @@ fn violations(s: &ServerView) -> Vec<(usize, &'static str, String, &'static str)
     let threshold = host_receive_threshold(s);
     let receive = threshold.is_some_and(|t| (0.0..1.0).contains(&t));
     if let Some(t) = threshold.filter(|t| !(0.0..=1.0).contains(t)) {
-        v.push((4, THRESHOLD, format!("a decode host-receive threshold of {t}, outside [0, 1]"), "set a threshold between 0 and 1"));
+        let why = format!("a decode host-receive threshold of {t}, outside [0, 1]");
+        v.push((4, THRESHOLD, why, "set a threshold between 0 and 1"));
     }
     if receive {
         let t = threshold.unwrap_or_default();
         if s.switch("enable_hisparse") {
-            v.push((5, "enable_hisparse", format!("decode host receive (threshold {t}) with --enable-hisparse"), "remove `--enable-hisparse`, or keep the threshold at 1"));
+            let why = format!("decode host receive (threshold {t}) with --enable-hisparse");
+            v.push((5, "enable_hisparse", why, "remove `--enable-hisparse`, or keep the threshold at 1"));
         }
         if s.explicit(BACKUP).as_deref() == Some("cpu_tensor") {
-            v.push((6, BACKUP, format!("decode host receive (threshold {t}) with the cpu_tensor retraction backup"), "use `--disaggregation-decode-retraction-backup host_pool`, or keep the threshold at 1"));
+            let why = format!("decode host receive (threshold {t}) with the cpu_tensor retraction backup");
+            let fix = "use `--disaggregation-decode-retraction-backup host_pool`, or keep the threshold at 1";
+            v.push((6, BACKUP, why, fix));
         }
     }
     if retraction_backup(s).as_deref() != Some("host_pool") {
         return v;
     }
-    let why = if receive { "host-pool retraction (implied by a host-receive threshold below 1)" } else { "host-pool retraction" };
+    let why = if receive {
+        "host-pool retraction (implied by a host-receive threshold below 1)"
+    } else {
+        "host-pool retraction"
+    };
     let dest = if s.explicit(BACKUP).is_some() { BACKUP } else { THRESHOLD };
     if s.role != Some(Role::Decode) {
         v.push((0, dest, format!("{why}, which only a PD decode has"), "remove it from the prefill"));
@@ -86,7 +94,8 @@ fn violations(s: &ServerView) -> Vec<(usize, &'static str, String, &'static str)
     }
     let dcp = s.size("dcp_size");
     if dcp > 1 {
-        v.push((1, "dcp_size", format!("{why} with dcp_size={dcp}"), "set `--dcp-size 1`, or use the cpu_tensor backup"));
+        let fix = "set `--dcp-size 1`, or use the cpu_tensor backup";
+        v.push((1, "dcp_size", format!("{why} with dcp_size={dcp}"), fix));
     }
     if s.switch("enable_priority_scheduling") && !s.switch("disable_priority_preemption") {
         v.push((

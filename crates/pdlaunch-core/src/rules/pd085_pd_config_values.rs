@@ -49,7 +49,8 @@ fn violations(s: &ServerView) -> Vec<(usize, &'static str, String, &'static str)
         if let Ok(serde_json::Value::Object(config)) = serde_json::from_str::<serde_json::Value>(&text) {
             let publisher = config.get("publisher").and_then(|p| p.as_str()).unwrap_or("null");
             if !matches!(publisher, "null" | "zmq") {
-                v.push((0, "kv_events_config", format!("a --kv-events-config publisher `{publisher}`"), "use publisher `zmq` (or `null`)"));
+                let why = format!("a --kv-events-config publisher `{publisher}`");
+                v.push((0, "kv_events_config", why, "use publisher `zmq` (or `null`)"));
             }
             let endpoint = config.get("endpoint").and_then(|e| e.as_str()).unwrap_or("tcp://*:5557");
             let dp = s.attn_dp();
@@ -57,7 +58,7 @@ fn violations(s: &ServerView) -> Vec<(usize, &'static str, String, &'static str)
                 v.push((
                     1,
                     "kv_events_config",
-                    format!("KV-events endpoint `{endpoint}` with {dp} DP-attention ranks, which offset only tcp or inproc endpoints"),
+                    format!("KV-events endpoint `{endpoint}` with {dp} DP-attention ranks (tcp or inproc offset)"),
                     "use a tcp:// (or inproc://) endpoint",
                 ));
             }

@@ -114,7 +114,7 @@ fn mooncake(s: &ServerView, v: &mut Vec<Violation>) {
             v.push((
                 0,
                 "SGLANG_DISAGGREGATION_THREAD_POOL_SIZE",
-                format!("SGLANG_DISAGGREGATION_THREAD_POOL_SIZE={threads} below SGLANG_DISAGGREGATION_QUEUE_SIZE={queues}"),
+                format!("SGLANG_DISAGGREGATION_THREAD_POOL_SIZE={threads}, below the {queues} transfer queues"),
                 format!("set SGLANG_DISAGGREGATION_THREAD_POOL_SIZE to {queues} or more, or lower the queue size"),
             ));
         }
@@ -178,11 +178,13 @@ fn nixl(s: &ServerView, v: &mut Vec<Violation>) {
     let params = serde_json::from_str::<serde_json::Value>(text).ok();
     let strings = params.as_ref().and_then(|p| p.as_object()).filter(|o| o.values().all(serde_json::Value::is_string));
     let Some(params) = strings else {
-        v.push((5, PARAMS, format!("{PARAMS}={text}, not a JSON object of strings"), format!("write {PARAMS} as a JSON object with string values, e.g. {{\"device_list\": \"mlx5_0\"}}")));
+        let fix = format!("write {PARAMS} as a JSON object with string values, e.g. {{\"device_list\": \"mlx5_0\"}}");
+        v.push((5, PARAMS, format!("{PARAMS}={text}, not a JSON object of strings"), fix));
         return;
     };
     let ucx = s.env.get("SGLANG_DISAGGREGATION_NIXL_BACKEND").is_none_or(|b| b.trim() == "UCX");
-    let (Some(existing), Some(devices)) = (params.get("device_list").and_then(|d| d.as_str()), s.value("disaggregation_ib_device")) else {
+    let existing = params.get("device_list").and_then(|d| d.as_str());
+    let (Some(existing), Some(devices)) = (existing, s.value("disaggregation_ib_device")) else {
         return;
     };
     let plain = !devices.trim_start().starts_with('{') && !devices.ends_with(".json");
