@@ -91,6 +91,13 @@ rules! {
     pd067_model_setting_refused_in_pd,
     pd068_hetero_tp_state_transfer,
     pd069_staging_pool_fit,
+    pd080_unified_memory_unsupported,
+    pd081_unified_memory_pairing,
+    pd082_kv_cache_sharding,
+    pd083_refused_on_pd_server,
+    pd084_decode_host_pool,
+    pd085_pd_config_values,
+    pd086_pd_environment_values,
 }
 
 /// The rule with this code (case-insensitive), or with this name.
@@ -679,6 +686,23 @@ pub(crate) mod testing {
         )
     }
 
+    /// The findings of [`pd_script`]`(prefill, decode)` linted as the catalogue's cases are: on
+    /// H100s, with `model_preset` naming the model when the path does not.
+    pub fn lint_findings(prefill: &str, decode: &str, model_preset: Option<&str>) -> Vec<Finding> {
+        let opts = crate::lint::Options {
+            gpu: Some(crate::deployment::Gpu::H100),
+            model_preset: model_preset.map(str::to_owned),
+            ..Default::default()
+        };
+        let input = crate::lint::Input::new("pd.sh", pd_script(prefill, decode));
+        crate::lint::lint(&[input], &opts).findings.into_iter().map(|f| f.finding).collect()
+    }
+
+    /// The codes of [`lint_findings`].
+    pub fn lint_case(prefill: &str, decode: &str, model_preset: Option<&str>) -> Vec<&'static str> {
+        lint_findings(prefill, decode, model_preset).iter().map(|f| f.code).collect()
+    }
+
     /// A server launched with `args` (space-separated) on `host`, as lint input gives one: no
     /// deployment fields behind it, the latest release.
     pub fn server(label: &str, host: &str, args: &str, gpu: Option<crate::deployment::Gpu>) -> ServerView {
@@ -804,16 +828,19 @@ mod registry_tests {
     use super::*;
 
     /// The list of modules is the registry: each rule's module is named by its code and name, and
-    /// the codes rise from PD001 (blocks of codes are reserved for rules written alongside), so a
-    /// rule listed out of order shows here.
+    /// the codes rise from PD001 (a family may start at a round number, leaving codes free before
+    /// it), so a rule listed out of order or under another code shows here.
     #[test]
     fn each_module_is_its_rules_code_and_name_in_code_order() {
         assert_eq!(MODULES.len(), RULES.len());
         assert_eq!(RULES[0].code, "PD001");
-        for w in RULES.windows(2) {
-            assert!(w[0].code < w[1].code, "{} before {}", w[0].code, w[1].code);
+        let number = |code: &str| code.strip_prefix("PD").and_then(|n| n.parse::<u32>().ok());
+        for (module, pair) in MODULES.iter().skip(1).zip(RULES.windows(2)) {
+            let (before, rule) = (number(pair[0].code), number(pair[1].code));
+            assert!(before.is_some() && rule > before, "{module}: {} after {}", pair[1].code, pair[0].code);
         }
         for (module, rule) in MODULES.iter().zip(RULES) {
+            assert_eq!(rule.code.len(), 5, "{module}");
             let want = format!("{}_{}", rule.code.to_ascii_lowercase(), rule.name.replace('-', "_"));
             assert_eq!(*module, want);
         }

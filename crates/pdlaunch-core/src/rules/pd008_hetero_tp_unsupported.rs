@@ -19,6 +19,7 @@ pub static RULE: Rule = Rule {
     sglang_errors: &[
         "PD Disaggregation does NOT support PD different TP sizes for non-MLA {st.upper()} hybrid models yet.",
         "--enable-unified-memory does not support different prefill / decode attention TP sizes (prefill={...}, decode={...}): the whole-envelope state cannot be TP-resliced.",
+        "Head-sliced PD transfer needs matching per-layer K/V buffers: prefill has {len(src_ptrs)} entries, decode has {len(dst_ptrs)}",
     ],
     fix: "Use the same attention TP size on both sides (`prefill.tp`/`decode.tp` with `attn_dp`), or for \
         unified memory turn off `shared.enable_unified_memory`.",
@@ -52,7 +53,10 @@ fn check(ctx: &Context) -> Vec<Finding> {
             let fix = "give both sides the same attention TP size (`prefill.tp`/`decode.tp`), or turn off \
                 `shared.enable_unified_memory`";
             let mut f = Finding::new(&RULE, message, fix).at(p, "tp_size").at(d, "tp_size");
-            f.sglang_error = Some(RULE.sglang_errors[1]);
+            // A unified prefill refuses the TP sizes; a plain one slices heads and meets the
+            // decode's single envelope region.
+            let which = if p.switch("enable_unified_memory") { 1 } else { 2 };
+            f.sglang_error = Some(RULE.sglang_errors[which]);
             for s in [p, d] {
                 if s.switch("enable_unified_memory") {
                     f = f.at(s, "enable_unified_memory");
@@ -110,5 +114,16 @@ mod tests {
         assert_eq!(f.len(), 1, "{f:?}");
         assert!(f[0].message.contains("--enable-unified-memory is on (prefill[0], decode[0])"), "{}", f[0].message);
         assert!(f[0].sglang_error.unwrap().starts_with("--enable-unified-memory does not support"));
+    }
+
+    #[test]
+    fn a_unified_decode_behind_a_plain_prefill_meets_the_head_sliced_path() {
+        let mut d = llama();
+        d.decode.tp = 2;
+        d.decode.extra_args = vec!["--enable-unified-memory".into()];
+        let f = findings(&d, "PD008");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].message.contains("--enable-unified-memory is on (decode[0])"), "{}", f[0].message);
+        assert!(f[0].sglang_error.unwrap().starts_with("Head-sliced PD transfer needs matching per-layer"));
     }
 }

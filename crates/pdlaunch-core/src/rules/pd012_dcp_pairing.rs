@@ -39,6 +39,7 @@ pub static RULE: Rule = Rule {
         "NPU DSA PD supports prefill DCP 1 -> decode DCP N only, got prefill={self.dcp_size}, decode={dst_dcp_size}",
         "PD DCP draft head slicing is unsupported for pure MLA: dummy prefill senders may omit draft head shards",
         "PD DCP draft KV head shards must divide evenly",
+        "PD decode DCP requires --disaggregation-transfer-backend mooncake, nixl, mori, ascend, or fake for synthetic benchmarking, got {cfg.disaggregation_transfer_backend!r}.",
     ],
     fix: "Use equal `prefill.dcp`/`decode.dcp`, or `prefill.dcp: 1` with an MLA model; on a DCP decode keep \
         `shared.transfer_backend` mooncake or nixl and drop `decode.decode_radix_cache` and `decode.hicache`; \
@@ -48,6 +49,8 @@ pub static RULE: Rule = Rule {
 
 /// Transfer backends a DCP decode accepts (`mooncake_tcp` is rewritten to `mooncake` before the check).
 const DCP_BACKENDS: &[&str] = &["mooncake", "mooncake_tcp", "nixl", "fake"];
+/// Those that 0.5.23 added (every backend it offers).
+const DCP_BACKENDS_0_5_23: &[&str] = &["mori", "ascend"];
 
 /// A finding quoting the `i`-th SGLang text.
 fn finding(i: usize, message: String, fix: impl Into<String>) -> Finding {
@@ -155,7 +158,8 @@ fn decode_checks(ctx: &Context, d: &ServerView, dd: u32, out: &mut Vec<Finding>)
         }
     }
     let backend = d.value("disaggregation_transfer_backend").unwrap_or_default();
-    if !DCP_BACKENDS.contains(&backend.as_str()) {
+    let newer = d.release >= crate::release::Release::V0_5_23 && DCP_BACKENDS_0_5_23.contains(&backend.as_str());
+    if !DCP_BACKENDS.contains(&backend.as_str()) && !newer {
         let message = format!("{} has dcp_size={dd} with transfer backend `{backend}`", d.label);
         let fix = match at("disaggregation_transfer_backend", "shared.transfer_backend") {
             o if o == "shared.transfer_backend" => format!("set `{o}` to `mooncake` or `nixl`"),
@@ -230,6 +234,8 @@ mod tests {
         d.decode.decode_radix_cache = true;
         d.decode.hicache = Some(HiCache { ratio: Some(2.0), size: None, storage_backend: None, write_policy: None });
         d.decode.extra_args = vec!["--disaggregation-transfer-backend".into(), "ascend".into()];
+        // 0.5.23 accepts ascend (and mori) on a DCP decode.
+        d.sglang_version = crate::release::Release::V0_5_19;
         let f = findings(&d, "PD012");
         let texts: Vec<&str> = f.iter().filter_map(|f| f.sglang_error).collect();
         assert_eq!(f.len(), 3, "{f:?}");
@@ -238,6 +244,8 @@ mod tests {
         assert!(texts.iter().any(|t| t.contains("--enable-hierarchical-cache is not supported")));
         assert!(f.iter().any(|f| f.message.contains("transfer backend `ascend`")));
         assert!(f.iter().any(|f| f.fix.contains("decode.extra_args[0]")));
+        d.sglang_version = crate::release::Release::V0_5_23;
+        assert_eq!(findings(&d, "PD012").len(), 2, "{:?}", findings(&d, "PD012"));
     }
 
     #[test]

@@ -18,11 +18,14 @@ pub static RULE: Rule = Rule {
         attention TP sizes. SGLang checks three things when it is on: the transfer backend must be `mooncake` or \
         `nixl` (startup `ValueError`), the model must not be MLA (its KV is not split by head, so there is nothing \
         to stage: `RuntimeError` when the KV manager starts), and a prefill's `--chunked-prefill-size` (per DP rank \
-        under DP attention) must be positive and a multiple of the effective page size.",
+        under DP attention) must be positive and a multiple of the effective page size, and a prefill with PP > 1 \
+        must use Mooncake. The buffer lives on CUDA or XPU devices only (`--device`).",
     sglang_errors: &[
         "SGLANG_DISAGG_STAGING_BUFFER requires disaggregation_transfer_backend='mooncake' or 'nixl', got '{server_args.disaggregation_transfer_backend}'.",
         "SGLANG_DISAGG_STAGING_BUFFER is designed for non-MLA models (e.g. GQA, MHA). MLA models should not set this flag.",
         "SGLANG_DISAGG_STAGING_BUFFER requires a positive chunked_prefill_size that is a multiple of page_size ({page_size}); got {server_args.chunked_prefill_size}.",
+        "SGLANG_DISAGG_STAGING_BUFFER with pp_size > 1 is only supported by Mooncake.",
+        "Staging buffer is not supported on device type '{device.type}' (supported: {', '.join(_STAGING_SUPPORTED_DEVICE_TYPES)}). Unset SGLANG_DISAGG_STAGING_BUFFER to disable it.",
     ],
     fix: "Enable the staging buffer only for non-MLA models over Mooncake or NIXL, with a prefill \
         `chunked_prefill_size` that is a positive multiple of `shared.page_size`.",
@@ -91,6 +94,30 @@ fn check(ctx: &Context) -> Vec<Finding> {
         let fix = format!("set `{side}` to a positive multiple of {} (e.g. {suggestion})", page * dp);
         out.push(finding(ctx, &servers, 2, message, fix, "chunked_prefill_size"));
     }
+
+    let staged_pp = on.iter().copied().filter(|s| s.role == Some(Role::Prefill) && s.size("pp_size") > 1);
+    for (backend, servers) in group(staged_pp, |s| {
+        let b = s.value("disaggregation_transfer_backend").unwrap_or_else(|| "mooncake".into());
+        (b == "nixl").then_some(b)
+    }) {
+        let message = format!(
+            "{}: {NAME} is on with pp_size={} over `{backend}`; only Mooncake stages a pipelined prefill",
+            labels(&servers),
+            servers[0].size("pp_size")
+        );
+        let fix = "use `shared.transfer_backend: mooncake`, set the prefill's `pp` to 1, or unset the staging buffer";
+        out.push(finding(ctx, &servers, 3, message, fix.to_owned(), "pp_size"));
+    }
+
+    for (device, servers) in group(on.iter().copied(), |s| {
+        s.explicit("device").filter(|d| !matches!(d.as_str(), "cuda" | "xpu"))
+    }) {
+        let message = format!(
+            "{}: {NAME} is on with --device {device}; the staging buffer lives on CUDA or XPU devices only",
+            labels(&servers)
+        );
+        out.push(finding(ctx, &servers, 4, message, format!("unset {NAME} on {device} servers"), "device"));
+    }
     out
 }
 
@@ -148,5 +175,22 @@ mod tests {
         assert!(f[0].fix.contains("prefill.chunked_prefill_size") && f[0].fix.contains("8192"), "{}", f[0].fix);
         d.prefill.chunked_prefill_size = Some(-1);
         assert_eq!(findings(&d, "PD032").len(), 1);
+    }
+
+    #[test]
+    fn a_pipelined_prefill_over_nixl_and_a_device_without_it() {
+        let mut d = qwen();
+        d.prefill.pp = 2;
+        let f = findings(&d, "PD032");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].message.contains("pp_size=2 over `nixl`"), "{}", f[0].message);
+        assert!(f[0].sglang_error.unwrap().contains("pp_size > 1 is only supported by Mooncake"));
+        let mut d = qwen();
+        d.decode.extra_args = vec!["--device".into(), "npu".into()];
+        let f = findings(&d, "PD032");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].message.contains("decode[0]: SGLANG_DISAGG_STAGING_BUFFER is on with --device npu"), "{}", f[0].message);
+        d.decode.extra_args = vec!["--device".into(), "cuda".into()];
+        assert!(findings(&d, "PD032").is_empty());
     }
 }
