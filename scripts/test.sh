@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every check of the project on a fresh machine: installs what is missing (the wasm32 target,
-# rustfmt, clippy, cargo-nextest, and for the web app Trunk, wasm-bindgen-cli, wasm-opt and
-# Chromium), then formatting, lints, all tests, the core's wasm32 build, and the web app's build and
-# browser test.
+# rustfmt, clippy, cargo-nextest, NIXL and Mooncake for the transport tests, and for the web app
+# Trunk, wasm-bindgen-cli, wasm-opt and Chromium), then formatting, lints, all tests (built with
+# NIXL: `--features pdlaunch/nixl`), the core's wasm32 build, and the web app's build and browser
+# test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,14 +19,17 @@ if ! cargo nextest --version >/dev/null 2>&1; then
   cargo install cargo-nextest --locked
 fi
 
+step "transfer libraries for the transport tests (NIXL, Mooncake)"
+source scripts/setup/transports.sh
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
 step "cargo clippy"
-cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy --workspace --all-targets --locked --features pdlaunch/nixl -- -D warnings
 
 step "tests (nextest)"
-cargo nextest run --workspace --locked --no-fail-fast
+cargo nextest run --workspace --locked --no-fail-fast --features pdlaunch/nixl
 
 step "doc tests"
 cargo test --workspace --doc --locked
@@ -34,7 +38,7 @@ step "core builds for wasm32-unknown-unknown (no I/O, no threads)"
 cargo build -p pdlaunch-core --target wasm32-unknown-unknown --locked
 
 step "benches compile"
-cargo bench --workspace --no-run --locked >/dev/null
+cargo bench --workspace --no-run --locked --features pdlaunch/nixl >/dev/null
 
 # ---- web app ---------------------------------------------------------------------------------
 # Installs what is missing (Trunk, wasm-bindgen-cli, wasm-opt, chromium), runs

@@ -4,7 +4,7 @@
 //! and their last stderr lines are kept for the error message.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -29,8 +29,9 @@ pub struct Launcher {
     pub args: Vec<String>,
     /// Extra environment for the agents (library paths, `UCX_TLS`).
     pub env: Vec<(String, String)>,
-    /// The prefill's bootstrap `host:port` (`local`: the host is ignored unless it is a loopback
-    /// or local address; port 0 picks a free one). `None`: 127.0.0.1 and a free port.
+    /// The prefill's bootstrap `host:port`: used as given on this machine (`local`; port 0 picks
+    /// a free one); across namespaces only its port is used, on the prefill namespace's address.
+    /// `None`: 127.0.0.1 (or the namespace's address) and a free port.
     pub bootstrap: Option<String>,
     /// Limit for each side of each case.
     pub timeout: Duration,
@@ -40,6 +41,34 @@ pub struct Launcher {
     pub mooncake_protocol: String,
     /// Pool memory.
     pub memory: Memory,
+}
+
+/// The environment the agents need for `transport`: for NIXL, the loader path of the wheel's
+/// `libnixl_capi.so` (`nixl_lib`) and its bundled libraries, its plugin folder, and UCX over TCP
+/// across namespaces (two hosts without RDMA; shared-memory transports cannot cross).
+pub fn library_env(transport: Transport, placement: Placement, nixl_lib: Option<&Path>) -> Vec<(String, String)> {
+    let mut env = Vec::new();
+    if transport != Transport::Nixl {
+        return env;
+    }
+    if let Some(lib) = nixl_lib {
+        let dir = lib.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let mut paths = vec![dir.display().to_string()];
+        if let Some(site) = dir.parent() {
+            paths.push(site.join("nixl_cu12.libs").display().to_string());
+        }
+        if let Ok(old) = std::env::var("LD_LIBRARY_PATH") {
+            paths.push(old);
+        }
+        env.push(("LD_LIBRARY_PATH".into(), paths.join(":")));
+        if std::env::var_os("NIXL_PLUGIN_DIR").is_none() {
+            env.push(("NIXL_PLUGIN_DIR".into(), dir.join("plugins").display().to_string()));
+        }
+    }
+    if placement == Placement::Netns && std::env::var_os("UCX_TLS").is_none() {
+        env.push(("UCX_TLS".into(), "tcp".into()));
+    }
+    env
 }
 
 /// The transport engine: one prefill agent and one decode agent per case.
@@ -142,7 +171,7 @@ impl Running {
             }
         }
         match r? {
-            Report::Outcome(o) => Ok(o),
+            Report::Outcome(o) => Ok(*o),
             Report::Error { code, message } => Err(if code == 2 {
                 AgentError::Environment(format!("{}: {message}", self.name()))
             } else {

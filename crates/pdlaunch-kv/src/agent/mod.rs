@@ -197,7 +197,7 @@ pub enum Report {
     /// The prefill listens on this bootstrap address.
     Ready(String),
     /// The side finished.
-    Outcome(Outcome),
+    Outcome(Box<Outcome>),
     /// The side failed.
     Error {
         /// Exit status.
@@ -231,6 +231,9 @@ pub fn letter_class(c: char) -> Class {
     }
 }
 
+/// One write as the library takes it: (source address, destination address, bytes).
+pub type WriteDesc = (u64, u64, u64);
+
 /// One write's figures.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WriteStats {
@@ -255,7 +258,7 @@ pub trait Link {
     /// Prepares to write to the peer.
     fn connect(&mut self, peer: &str, metadata: &[u8]) -> Result<(), AgentError>;
     /// Writes `(source, destination, length)` descriptors to the peer and waits until done.
-    fn write(&mut self, descs: &[(u64, u64, u64)], notify: &str, deadline: Instant) -> Result<WriteStats, AgentError>;
+    fn write(&mut self, descs: &[WriteDesc], notify: &str, deadline: Instant) -> Result<WriteStats, AgentError>;
     /// Waits until `n` notifications arrived; returns how many did.
     fn await_notifications(&mut self, n: u32, deadline: Instant) -> Result<u32, AgentError>;
 }
@@ -342,7 +345,7 @@ pub fn serve(plan: &AgentPlan, ready: &mut dyn FnMut(&str)) -> Result<Outcome, A
                 }
                 link.connect(&info.peer, &info.metadata)?;
                 // SGLang's descriptors, resolved against the decode's registered buffers.
-                let mut work: Vec<(usize, Vec<(u64, u64, u64)>)> = Vec::new();
+                let mut work: Vec<(usize, Vec<WriteDesc>)> = Vec::new();
                 for (i, pair) in p.plan.pairs.iter().enumerate() {
                     let Some(d) = pair.decode else { continue };
                     if pair.descriptors.is_empty() {
@@ -475,7 +478,7 @@ pub fn main_stdio() -> u8 {
     };
     match serve(&plan, &mut |addr| say(&Report::Ready(addr.to_owned()))) {
         Ok(o) => {
-            say(&Report::Outcome(o));
+            say(&Report::Outcome(Box::new(o)));
             0
         }
         Err(e) => {

@@ -173,7 +173,12 @@ impl Link for MooncakeLink {
         Ok(())
     }
 
-    fn write(&mut self, descs: &[(u64, u64, u64)], _notify: &str, deadline: Instant) -> Result<WriteStats, AgentError> {
+    fn write(
+        &mut self,
+        descs: &[super::WriteDesc],
+        _notify: &str,
+        deadline: Instant,
+    ) -> Result<WriteStats, AgentError> {
         let peer = self.peer.clone().ok_or_else(|| AgentError::Transfer("Mooncake write before connect".into()))?;
         self.limit = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
         let r = self.request(&json!({"op": "write", "session": peer, "descs": descs, "batch": BATCH}))?;

@@ -86,3 +86,40 @@ impl Drop for Netns {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed() -> String {
+        Command::new("ip")
+            .args(["netns", "list"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn namespaces_come_and_go() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: network namespaces need root");
+            return;
+        }
+        let ns = match Netns::create() {
+            Ok(ns) => ns,
+            Err(e) => {
+                eprintln!("skipped: {e}");
+                return;
+            }
+        };
+        let (p, d) = (ns.prefill.clone(), ns.decode.clone());
+        assert!(listed().contains(&p) && listed().contains(&d));
+        // The decode reaches the prefill's address through the veth pair.
+        let ping =
+            Command::new("ip").args(["netns", "exec", &d, "ip", "route", "get", &ns.prefill_ip]).output().unwrap();
+        assert!(ping.status.success(), "{}", String::from_utf8_lossy(&ping.stderr));
+        drop(ns);
+        assert!(!listed().contains(&p) && !listed().contains(&d));
+    }
+}

@@ -115,7 +115,7 @@ impl Link for NixlLink {
         Ok(())
     }
 
-    fn write(&mut self, descs: &[(u64, u64, u64)], notify: &str, deadline: Instant) -> Result<WriteStats, AgentError> {
+    fn write(&mut self, descs: &[super::WriteDesc], notify: &str, deadline: Instant) -> Result<WriteStats, AgentError> {
         let peer = self.peer.clone().ok_or_else(|| AgentError::Transfer("NIXL write before connect".into()))?;
         let mut local = XferDescList::new(MemType::Dram).map_err(fail("descriptor list"))?;
         let mut remote = XferDescList::new(MemType::Dram).map_err(fail("descriptor list"))?;

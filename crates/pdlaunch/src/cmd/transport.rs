@@ -4,13 +4,13 @@
 //! itself) and `--side prefill|decode` (one side only, here, meeting the other on the
 //! bootstrap address, as on the deployment's own hosts).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use pdlaunch_core::deployment::{Deployment, Role as CoreRole};
 use pdlaunch_core::rules::Context;
-use pdlaunch_kv::agent::launch::Launcher;
+use pdlaunch_kv::agent::launch::{self, Launcher};
 use pdlaunch_kv::agent::{self, AgentPlan, Memory, Outcome, Placement, Role, Transport};
 use pdlaunch_kv::case::Case;
 
@@ -140,28 +140,7 @@ pub fn deployment_bootstrap(d: &Deployment) -> String {
 }
 
 fn environment(args: &TransportArgs, transport: Transport, placement: Placement) -> Vec<(String, String)> {
-    let mut env = Vec::new();
-    if transport == Transport::Nixl {
-        if let Some(lib) = nixl_lib(args) {
-            let dir = lib.parent().unwrap_or(Path::new(".")).to_path_buf();
-            let mut paths = vec![dir.display().to_string()];
-            if let Some(site) = dir.parent() {
-                paths.push(site.join("nixl_cu12.libs").display().to_string());
-            }
-            if let Ok(old) = std::env::var("LD_LIBRARY_PATH") {
-                paths.push(old);
-            }
-            env.push(("LD_LIBRARY_PATH".into(), paths.join(":")));
-            if std::env::var_os("NIXL_PLUGIN_DIR").is_none() {
-                env.push(("NIXL_PLUGIN_DIR".into(), dir.join("plugins").display().to_string()));
-            }
-        }
-        // Two hosts without RDMA: UCX over TCP (shared-memory transports cannot cross).
-        if placement == Placement::Netns && std::env::var_os("UCX_TLS").is_none() {
-            env.push(("UCX_TLS".into(), "tcp".into()));
-        }
-    }
-    env
+    launch::library_env(transport, placement, nixl_lib(args).as_deref())
 }
 
 /// The launcher for `--transport nixl|mooncake` (the CLI re-executes itself as the agents).
@@ -281,14 +260,16 @@ pub fn run_side(
         let Ok(line) = line else { break };
         match serde_json::from_str::<agent::Report>(&line) {
             Ok(agent::Report::Ready(addr)) => eprintln!("smoke: prefill listening on {addr}"),
-            Ok(agent::Report::Outcome(Outcome::Decode(d))) => {
-                println!("decode: {}", d.verification.summary());
-                code = if d.verification.is_clean() { 0 } else { crate::EXIT_FINDINGS };
-            }
-            Ok(agent::Report::Outcome(Outcome::Prefill(p))) => {
-                println!("prefill: wrote the plan {} time(s) through {}", p.totals.len(), p.library);
-                code = 0;
-            }
+            Ok(agent::Report::Outcome(o)) => match *o {
+                Outcome::Decode(d) => {
+                    println!("decode: {}", d.verification.summary());
+                    code = if d.verification.is_clean() { 0 } else { crate::EXIT_FINDINGS };
+                }
+                Outcome::Prefill(p) => {
+                    println!("prefill: wrote the plan {} time(s) through {}", p.totals.len(), p.library);
+                    code = 0;
+                }
+            },
             Ok(agent::Report::Error { code: c, message }) => {
                 eprintln!("error: {side} side: {message}");
                 code = c;
