@@ -138,7 +138,8 @@ pub struct AgentPlan {
     pub perturbation: Option<Perturbation>,
     /// The prefill's bootstrap `host:port` (the prefill listens there, the decode connects).
     pub bootstrap: String,
-    /// This side's own address, for the library (Mooncake's session id).
+    /// This side's own address, for the library (Mooncake's session id); empty: the address
+    /// this host reaches the bootstrap from.
     pub host: String,
     /// Repetitions of the plan (the first one carries the connection cost).
     pub iterations: u32,
@@ -307,8 +308,24 @@ fn label(plan: &AgentPlan) -> String {
     plan.perturbation.map_or("clean", Perturbation::name).to_owned()
 }
 
-/// Runs one side. `ready` is told the bootstrap address once the prefill listens.
+/// The address this host reaches `bootstrap` from (the source address of a route to it), for a
+/// decode started alone; 127.0.0.1 when there is no route.
+fn route_to(bootstrap: &str) -> String {
+    std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|u| u.connect(bootstrap).and_then(|()| u.local_addr()))
+        .map_or_else(|_| "127.0.0.1".to_owned(), |a| a.ip().to_string())
+}
+
+/// Runs one side. `ready` is told the bootstrap address once the prefill listens. An empty
+/// `plan.host` is the address this host reaches the bootstrap from.
 pub fn serve(plan: &AgentPlan, ready: &mut dyn FnMut(&str)) -> Result<Outcome, AgentError> {
+    let resolved;
+    let plan = if plan.host.is_empty() {
+        resolved = AgentPlan { host: route_to(&plan.bootstrap), ..plan.clone() };
+        &resolved
+    } else {
+        plan
+    };
     let timeout = Duration::from_millis(plan.timeout_ms.max(1));
     let deadline = Instant::now() + timeout;
     let p = prepare(&plan.case, plan.perturbation).map_err(input)?;

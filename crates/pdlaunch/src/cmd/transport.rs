@@ -195,7 +195,7 @@ pub fn run_side(
     let bootstrap = args.bootstrap.clone().unwrap_or_else(|| bootstrap.to_owned());
     let host = match role {
         Role::Prefill => bootstrap.rsplit_once(':').map_or("127.0.0.1", |(h, _)| h).to_owned(),
-        Role::Decode => "127.0.0.1".to_owned(),
+        Role::Decode => String::new(),
     };
     let plan = AgentPlan {
         role,
