@@ -339,6 +339,7 @@ pub fn serve(plan: &AgentPlan, ready: &mut dyn FnMut(&str)) -> Result<Outcome, A
             let mut all: Vec<&SharedPool> = pools.iter().collect();
             all.push(&reference);
             let bases = link.attach(&all)?;
+            all.iter().for_each(|p| p.unlink());
             let mut regs: Vec<(u64, u64)> = regions(&p.prefill, &bases).iter().map(|r| (r.addr, r.len)).collect();
             regs.push((bases[pools.len()], reference.len() as u64));
             link.register(&regs)?;
@@ -438,6 +439,7 @@ pub fn serve(plan: &AgentPlan, ready: &mut dyn FnMut(&str)) -> Result<Outcome, A
             let mut all: Vec<&SharedPool> = pools.iter().collect();
             all.push(&reference);
             let bases = link.attach(&all)?;
+            all.iter().for_each(|p| p.unlink());
             let mut regs: Vec<(u64, u64)> = regions(&p.decode, &bases).iter().map(|r| (r.addr, r.len)).collect();
             regs.push((bases[pools.len()], reference.len() as u64));
             link.register(&regs)?;

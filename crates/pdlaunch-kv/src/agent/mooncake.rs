@@ -116,7 +116,14 @@ impl MooncakeLink {
             ))
         };
         if let Err(e) = self.stdin.write_all(&line).and_then(|()| self.stdin.flush()) {
-            return Err(gone(self, format!("stopped before `{op}`: {e}")));
+            let err = gone(self, format!("stopped before `{op}`: {e}"));
+            return Err(if op == "init" {
+                AgentError::Environment(format!(
+                    "{err}; install Mooncake in that Python ({INSTALL}) and give it with --mooncake-python"
+                ))
+            } else {
+                err
+            });
         }
         match self.lines.recv_timeout(self.limit) {
             Ok(l) => {

@@ -62,6 +62,12 @@ impl SharedPool {
         Ok(p)
     }
 
+    /// Removes the file once every process that needs it has mapped it, so that nothing is left
+    /// behind even when this process is killed; the mappings stay valid.
+    pub fn unlink(&self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+
     /// The file another process maps.
     pub fn path(&self) -> &Path {
         &self.path

@@ -49,6 +49,13 @@ pub struct AgentArgs {}
 
 /// Runs one agent from the plan on stdin (see `pdlaunch_kv::agent::main_stdio`).
 pub fn run_agent(_args: AgentArgs) -> super::Result<u8> {
+    // A library's helper process that dies must show as a write error here, not end the agent
+    // before it reports (the CLI otherwise ends quietly on a closed pipe).
+    #[cfg(unix)]
+    // SAFETY: sets a signal disposition before the agent starts any thread.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
     Ok(agent::main_stdio())
 }
 
