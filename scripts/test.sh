@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every check of the project on a fresh machine: installs what is missing (the wasm32 target,
-# rustfmt, clippy, cargo-nextest, NVRTC and ptxas from PyPI for the CUDA kernel checks, and for the
-# web app Trunk, wasm-bindgen-cli, wasm-opt and Chromium), then formatting, lints, all tests, the
+# rustfmt, clippy, cargo-nextest, NIXL and Mooncake for the transport tests, NVRTC and ptxas from
+# PyPI for the CUDA kernel checks, and for the web app Trunk, wasm-bindgen-cli, wasm-opt and
+# Chromium), then formatting, lints, all tests (built with NIXL: `--features pdlaunch/nixl`), the
 # core's wasm32 build, and the web app's build and browser test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,11 +19,14 @@ if ! cargo nextest --version >/dev/null 2>&1; then
   cargo install cargo-nextest --locked
 fi
 
+step "transfer libraries for the transport tests (NIXL, Mooncake)"
+source scripts/setup/transports.sh
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
 step "cargo clippy"
-cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy --workspace --all-targets --locked --features pdlaunch/nixl -- -D warnings
 
 step "CUDA compilers from PyPI (no GPU): the embedded cubins are current; the tests assemble the PTX"
 cuda_tools=$(scripts/setup/cuda-tools.sh) # an assignment, so that set -e sees a failed install
@@ -30,7 +34,7 @@ eval "$cuda_tools"
 "$PDLAUNCH_CUDA_PY" tools/gen_kernels.py --check
 
 step "tests (nextest)"
-cargo nextest run --workspace --locked --no-fail-fast
+cargo nextest run --workspace --locked --no-fail-fast --features pdlaunch/nixl
 
 step "doc tests"
 cargo test --workspace --doc --locked
@@ -39,7 +43,7 @@ step "core builds for wasm32-unknown-unknown (no I/O, no threads)"
 cargo build -p pdlaunch-core --target wasm32-unknown-unknown --locked
 
 step "benches compile"
-cargo bench --workspace --no-run --locked >/dev/null
+cargo bench --workspace --no-run --locked --features pdlaunch/nixl >/dev/null
 
 # ---- web app ---------------------------------------------------------------------------------
 # Installs what is missing (Trunk, wasm-bindgen-cli, wasm-opt, chromium), runs

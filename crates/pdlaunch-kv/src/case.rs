@@ -2,7 +2,7 @@
 //! decode deliberately broken (a negative control), prepared into layouts, page indices, the
 //! transfer plan, the ground truth and canary-filled pools.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::canary::{Canary, Fill};
 use crate::geometry::KvGeometry;
@@ -14,7 +14,7 @@ use crate::truth::{slices, Slice};
 use crate::verify::{verify, Verification};
 
 /// What to test.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Case {
     /// Model geometry.
     pub geometry: KvGeometry,
@@ -31,7 +31,7 @@ pub struct Case {
 }
 
 /// A deliberate break of the decode side; each must be caught by verification.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Perturbation {
     /// The decode runs with 4 times the page size.

@@ -1,9 +1,9 @@
 //! KV element types as SGLang stores them, and their byte widths.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The element type of the KV pools (after SGLang resolves `--kv-cache-dtype auto`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum KvDtype {
     /// bfloat16, 2 bytes.

@@ -1,10 +1,10 @@
 //! The model facts the KV pools depend on, checked complete.
 
 use pdlaunch_core::deployment::{AttentionKind, Geometry};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What one token of one layer stores.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum KvAttention {
     /// MHA or GQA: a K and a V vector per KV head (`v_head_dim` = `head_dim`).
@@ -25,7 +25,7 @@ pub enum KvAttention {
 }
 
 /// KV geometry of a model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KvGeometry {
     /// Attention kind as the user named it (GQA is MHA with fewer KV heads).
     pub kind: AttentionKind,

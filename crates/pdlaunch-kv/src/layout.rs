@@ -14,7 +14,7 @@
 
 use std::ops::Range;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::dtype::KvDtype;
 use crate::geometry::KvGeometry;
@@ -24,7 +24,7 @@ use crate::geometry::KvGeometry;
 pub const BUFFER_ALIGN: u64 = 256;
 
 /// The settings of one side that decide its pool layout.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SideConfig {
     /// Effective tokens per page.
     pub page_size: u32,
@@ -37,7 +37,7 @@ pub struct SideConfig {
 }
 
 /// Which buffer of a layer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum BufKind {
     /// Keys (MHA).
     K,

@@ -3,10 +3,13 @@
 //! self-describing canaries, executes the plan with a CPU or CUDA engine, and proves that every
 //! (layer, K/V, token, head) slice landed where the decode will read it, and nothing else moved.
 //!
+//! [`agent`] moves the KV between two processes through NIXL or Mooncake.
+//!
 //! Pure modules: [`dtype`], [`geometry`], [`layout`], [`pages`], [`transfer`], [`truth`],
 //! [`canary`], [`verify`], [`case`], [`checks`], [`sides`]. Edges: [`engine`] (threads, GPUs),
 //! [`memory`] (reads `/proc/meminfo`), [`smoke`] (the whole run, as `pdlaunch smoke` uses it).
 
+pub mod agent;
 pub mod canary;
 pub mod case;
 pub mod checks;

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::agent::launch::{Launcher, TransportEngine};
+use crate::agent::{Memory, Transport};
 use crate::case::{prepare, Case, Perturbation, Prepared};
 use crate::checks::{dynamic_possible, static_checks, Check, Status};
 use crate::engine::cpu::CpuEngine;
@@ -55,6 +57,9 @@ pub struct Options {
     pub wait_limit: Duration,
     /// CPU engine threads (default: available parallelism, at most 8).
     pub threads: Option<usize>,
+    /// Move the KV between two agent processes through NIXL or Mooncake instead of the
+    /// in-process engines.
+    pub transport: Option<Launcher>,
 }
 
 impl Default for Options {
@@ -69,6 +74,7 @@ impl Default for Options {
             seed: 0x5EED_4B56,
             wait_limit: Duration::from_secs(60),
             threads: None,
+            transport: None,
         }
     }
 }
@@ -314,6 +320,12 @@ pub struct EngineReport {
     pub gbps: f64,
     /// The reference copy measured in the same run.
     pub reference: ReferenceReport,
+    /// Seconds of the first repetition, connection included (transports).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_seconds: Option<f64>,
+    /// What the first repetition took beyond a steady one: the connection's cost (transports).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connection_seconds: Option<f64>,
     /// Engine GB/s over reference GB/s.
     pub ratio: f64,
     /// What landed.
@@ -415,6 +427,9 @@ struct Chosen {
 }
 
 fn choose_engine(opts: &Options) -> Result<Chosen, SmokeError> {
+    if let Some(l) = &opts.transport {
+        return transport_engine(l, opts);
+    }
     let cpu = CpuEngine::new(opts.threads);
     let cpu_env = |note: Option<String>| Environment {
         backend: "cpu".into(),
@@ -570,6 +585,28 @@ fn plan_summary(p: &Prepared) -> PlanSummary {
     }
 }
 
+/// The agents' engine for `--transport nixl|mooncake`.
+fn transport_engine(l: &Launcher, opts: &Options) -> Result<Chosen, SmokeError> {
+    if l.transport == Transport::Memcpy {
+        return Err(SmokeError::Input("the memcpy transport runs the in-process engines".into()));
+    }
+    let mut l = l.clone();
+    if opts.backend == BackendChoice::Cuda {
+        l.memory = Memory::Vram;
+    }
+    let engine = TransportEngine::new(l.clone()).map_err(|e| SmokeError::Environment(e.to_string()))?;
+    let env = Environment {
+        backend: l.transport.name().into(),
+        requested: opts.backend,
+        note: Some(format!("{}, placement {}", engine.describe(), l.placement.name())),
+        cpu_threads: 1,
+        driver_version: None,
+        devices: Vec::new(),
+        kernel: None,
+    };
+    Ok(Chosen { engine: Box::new(engine), env })
+}
+
 /// Runs every engine variant (or only the last one, for controls) on `p`.
 fn run_case(
     p: &Prepared,
@@ -593,7 +630,7 @@ fn run_case(
             .engine
             .run(v, &job, &mut decode)
             .map_err(|e| SmokeError::Environment(format!("{}: {e}", variants[v])))?;
-        checks.push(p.verify(&decode));
+        checks.push(chosen.engine.take_verification().unwrap_or_else(|| p.verify(&decode)));
         runs.push(run);
     }
     Ok((runs, checks))
@@ -660,6 +697,8 @@ fn case_report(p: &Prepared, runs: Vec<EngineRun>, checks: Vec<Verification>) ->
         .into_iter()
         .zip(checks)
         .map(|(r, v)| EngineReport {
+            first_seconds: r.first_seconds,
+            connection_seconds: r.first_seconds.map(|f| (f - r.seconds).max(0.0)),
             gbps: r.gbps(),
             ratio: r.ratio(),
             reference: ReferenceReport {
@@ -842,7 +881,9 @@ fn table(rows: &[Vec<String>]) -> String {
 pub fn render_text(r: &Report) -> String {
     let mut s = String::new();
     let env = &r.environment;
-    let engine = if env.backend == "cuda" {
+    let engine = if env.backend == "nixl" || env.backend == "mooncake" {
+        format!("{} between two agent processes", env.backend)
+    } else if env.backend == "cuda" {
         let names: Vec<String> = env.devices.iter().map(|d| format!("GPU {} {}", d.ordinal, d.name)).collect();
         format!("cuda ({})", names.join(", "))
     } else {
@@ -961,6 +1002,14 @@ pub fn render_text(r: &Report) -> String {
         s.push_str(&table(&rows));
         for e in &d.engines {
             let _ = writeln!(s, "  {}: {}; reference: {}", e.engine, e.detail, e.reference.what);
+            if let (Some(first), Some(conn)) = (e.first_seconds, e.connection_seconds) {
+                let _ = writeln!(
+                    s,
+                    "    first transfer {}, connection cost {} (apart from the figures above)",
+                    secs(first),
+                    secs(conn)
+                );
+            }
             for err in e.verification.first_errors.iter().take(3) {
                 let _ = writeln!(
                     s,

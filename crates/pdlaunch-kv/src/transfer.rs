@@ -22,13 +22,13 @@
 
 use std::ops::Range;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::geometry::KvGeometry;
 use crate::layout::{RankLayout, SideConfig, SideLayout};
 
 /// The KV transfer engine whose descriptor shapes are reproduced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TransferBackend {
     /// Mooncake: merged contiguous runs, one batch (whole pages) or one batch per layer buffer

@@ -4,12 +4,12 @@
 //! Applied to the prefill it says where to write canaries; applied to the decode it says
 //! where the decode's attention kernels will read them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::layout::{BufKind, SideLayout};
 
 /// What a slice is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Coord {
     /// Global layer.
     pub layer: u32,

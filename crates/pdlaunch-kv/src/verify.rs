@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::canary::{Canary, Fill};
 use crate::dtype::KvDtype;
@@ -12,7 +12,7 @@ use crate::layout::SideLayout;
 use crate::truth::{Coord, Slice};
 
 /// What an expected slice holds after the transfer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Class {
     /// Exactly the expected slice.
@@ -30,7 +30,7 @@ pub enum Class {
 }
 
 /// One wrong slice, with where it is.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SliceError {
     /// Decode rank label (`pp0/tp1`).
     pub rank: String,
@@ -52,7 +52,7 @@ pub struct SliceError {
 }
 
 /// A run of bytes outside the request's pages that no longer holds the guard pattern.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stray {
     /// Decode rank label.
     pub rank: String,
@@ -68,7 +68,7 @@ pub struct Stray {
 }
 
 /// Verification of one transfer.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Verification {
     /// Expected slices.
     pub slices: u64,

@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use crate::case::Prepared;
+use crate::verify::Verification;
 
 pub mod cpu;
 #[cfg(feature = "cuda")]
@@ -63,6 +64,9 @@ pub struct EngineRun {
     pub descriptors: usize,
     /// The reference copy.
     pub reference: Reference,
+    /// Seconds of the first repetition, when it carries a connection's set-up (transports).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_seconds: Option<f64>,
 }
 
 impl EngineRun {
@@ -88,6 +92,7 @@ impl EngineRun {
             bytes: plan.bytes(),
             descriptors: plan.descriptors(),
             reference,
+            first_seconds: None,
         }
     }
 
@@ -156,4 +161,9 @@ pub trait Engine {
     /// Runs variant `variant` of `job`; `decode` holds the decode pools before the transfer and
     /// receives them after it.
     fn run(&mut self, variant: usize, job: &Job<'_>, decode: &mut [Vec<u8>]) -> Result<EngineRun, EngineError>;
+    /// The verification of the last run when the engine verified it itself (the transports'
+    /// decode agents verify their own pools); `None`: verify the `decode` pools `run` filled.
+    fn take_verification(&mut self) -> Option<Verification> {
+        None
+    }
 }

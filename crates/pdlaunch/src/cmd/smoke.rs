@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use pdlaunch_core::deployment::{Deployment, Geometry};
+use pdlaunch_kv::agent::Transport;
+use pdlaunch_kv::case::Case;
 use pdlaunch_kv::geometry::KvGeometry;
 use pdlaunch_kv::memory::parse_bytes;
 use pdlaunch_kv::sides::from_deployment;
@@ -89,6 +91,8 @@ pub struct Args {
     /// Seed for canary keys and page shuffling.
     #[arg(long)]
     pub seed: Option<u64>,
+    #[command(flatten)]
+    pub transport: super::transport::TransportArgs,
 }
 
 /// Where the geometry comes from, in order: the command-line flags, then the deployment's
@@ -254,7 +258,48 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
         seed: args.seed.unwrap_or(Options::default().seed),
         wait_limit: Duration::from_secs(args.timeout.max(1)),
         threads: None,
+        transport: None,
     };
+    let (transport, note) = super::transport::choose(&args.transport, &sides.prefill.transfer_backend);
+    if let Some(n) = note {
+        eprintln!("smoke: note: {n}");
+    }
+    let mut opts = opts;
+    if transport != Transport::Memcpy {
+        let model = if transport == Transport::Nixl { TransferBackend::Nixl } else { TransferBackend::Mooncake };
+        opts.transfer = opts.transfer.or(Some(model));
+        let bootstrap = super::transport::deployment_bootstrap(&deployment);
+        let timeout = Duration::from_secs(args.timeout.max(1));
+        if let Some(side) = &args.transport.side {
+            let case = Case {
+                geometry: kv_geometry,
+                prefill: sides.prefill.config,
+                decode: sides.decode.config,
+                backend: opts.transfer.unwrap_or(model),
+                tokens: opts.tokens,
+                seed: opts.seed,
+            };
+            return Ok(super::transport::run_side(
+                &args.transport,
+                side,
+                transport,
+                case,
+                &bootstrap,
+                timeout,
+                opts.iterations,
+            ));
+        }
+        match super::transport::launcher(&args.transport, transport, &bootstrap, timeout) {
+            Ok(l) => opts.transport = Some(l),
+            Err(e) => {
+                eprintln!("{}: {e}", style.error("error"));
+                return Ok(crate::EXIT_BAD_INPUT);
+            }
+        }
+    } else if args.transport.side.is_some() {
+        eprintln!("{}: --side needs --transport nixl or mooncake", style.error("error"));
+        return Ok(crate::EXIT_BAD_INPUT);
+    }
     let input = Input { name: deployment.name.clone(), geometry: kv_geometry, geometry_source: source, sides };
     let report = match smoke::run(&input, &opts, &progress(std::io::stderr().is_terminal(), args.timeout.max(1))) {
         Ok(r) => r,

@@ -1,0 +1,230 @@
+//! `pdlaunch smoke --transport nixl|mooncake`: the KV of one request moved between two agent
+//! processes through the real libraries, across two network namespaces (the bytes cross a veth
+//! interface: UCX over TCP, Mooncake's TCP transport), for MHA, GQA and MLA, page sizes 1, 16
+//! and 64, one pair with different TP, each negative control caught through the transport;
+//! and a decode pointed at a closed port or an unreachable address failing in time, naming it.
+//!
+//! The libraries come from the environment: `PDLAUNCH_TEST_NIXL_LIB` (NIXL's
+//! `libnixl_capi.so`) and `PDLAUNCH_TEST_MOONCAKE_PYTHON` (a Python that imports `mooncake`);
+//! `scripts/test.sh` installs both and sets them. Without one, its tests print why and skip.
+//! Namespaces need root; without it the tests run the agents on this machine instead.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_pdlaunch");
+
+fn out(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The flags naming the library, or `None` (after saying why) when the environment lacks it.
+fn library(transport: &str) -> Option<Vec<String>> {
+    let (var, flag) = match transport {
+        "nixl" => ("PDLAUNCH_TEST_NIXL_LIB", "--nixl-lib"),
+        _ => ("PDLAUNCH_TEST_MOONCAKE_PYTHON", "--mooncake-python"),
+    };
+    if transport == "nixl" && !cfg!(feature = "nixl") {
+        eprintln!("skipped: built without feature nixl (scripts/test.sh builds with --features pdlaunch/nixl)");
+        return None;
+    }
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => Some(vec!["--transport".into(), transport.into(), flag.into(), v]),
+        _ => {
+            eprintln!("skipped: {var} is not set (scripts/test.sh installs {transport} and sets it)");
+            None
+        }
+    }
+}
+
+fn write(name: &str, yaml: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pdlaunch-transport-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(format!("{name}.yaml"));
+    std::fs::write(&p, yaml).unwrap();
+    p
+}
+
+fn deployment(attention: &str, page: u32, ptp: u32, dtp: u32) -> String {
+    let geometry = match attention {
+        "mla" => "{attention: mla, layers: 2, kv_lora_rank: 128, qk_rope_head_dim: 64}".to_owned(),
+        "mha" => "{attention: mha, layers: 2, kv_heads: 8, head_dim: 64}".to_owned(),
+        _ => "{attention: gqa, layers: 3, kv_heads: 4, head_dim: 64}".to_owned(),
+    };
+    format!(
+        "name: t\nmodel: {{path: x/y, geometry: {geometry}}}\nshared: {{page_size: {page}}}\n\
+         prefill: {{tp: {ptp}, instances: [{{nodes: [{{host: 10.0.0.1}}]}}]}}\n\
+         decode: {{tp: {dtp}, instances: [{{nodes: [{{host: 10.0.0.2}}]}}]}}\n"
+    )
+}
+
+/// Runs the smoke test through `transport`; asserts a pass with the transport's own figures.
+fn pass(transport: &str, attention: &str, page: u32, ptp: u32, dtp: u32, controls: bool) {
+    let Some(lib) = library(transport) else { return };
+    let name = format!("{transport}-{attention}-p{page}-{ptp}x{dtp}");
+    let file = write(&name, &deployment(attention, page, ptp, dtp));
+    let json = file.with_extension("json");
+    let across = if is_root() { "netns" } else { "local" };
+    if !is_root() {
+        eprintln!("not root: the agents run on this machine, not across namespaces");
+    }
+    let mut args: Vec<String> = vec!["smoke".into(), file.display().to_string(), "--tokens".into(), "96".into()];
+    args.extend(lib);
+    args.extend(["--across".into(), across.into(), "--timeout".into(), "60".into(), "--iterations".into(), "1".into()]);
+    args.extend(["--json".into(), json.display().to_string()]);
+    if across == "local" {
+        args.extend(["--bootstrap".into(), "127.0.0.1:0".into()]);
+    }
+    if controls {
+        args.push("--negative-control".into());
+    }
+    let o = Command::new(BIN).args(&args).env("NO_COLOR", "1").stdin(Stdio::null()).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{name}: expected a pass:\n{}", out(&o));
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r["verdict"], "pass", "{name}");
+    assert_eq!(r["environment"]["backend"], transport, "{name}: no fallback to another engine");
+    let d = &r["dynamic"];
+    assert_eq!(d["clean"], true, "{name}");
+    let e = &d["engines"][0];
+    assert_eq!(e["engine"], transport);
+    assert_eq!(e["verification"]["ok"], e["verification"]["slices"], "{name}");
+    assert!(e["verification"]["slices"].as_u64().unwrap() > 0, "{name}");
+    assert!(e["gbps"].as_f64().unwrap() > 0.0 && e["reference"]["gbps"].as_f64().unwrap() > 0.0, "{name}");
+    assert!(e["connection_seconds"].as_f64().is_some(), "{name}: connection cost reported apart");
+    if across == "netns" {
+        assert!(out(&o).contains("network namespaces"), "{name}");
+    }
+    if controls {
+        let cs = r["negative_controls"].as_array().unwrap();
+        let applicable: Vec<_> = cs.iter().filter(|c| c["applicable"] == true).collect();
+        assert!(applicable.len() >= 3, "{name}: {cs:?}");
+        for c in applicable {
+            assert_eq!(c["caught"], true, "{name}: control {} missed", c["name"]);
+        }
+    }
+}
+
+#[test]
+fn nixl_mha_page16_with_controls() {
+    pass("nixl", "mha", 16, 2, 2, true);
+}
+
+#[test]
+fn nixl_gqa_pages_1_and_64() {
+    pass("nixl", "gqa", 1, 1, 1, false);
+    pass("nixl", "gqa", 64, 2, 2, false);
+}
+
+#[test]
+fn nixl_mla_page64_with_controls() {
+    pass("nixl", "mla", 64, 2, 2, true);
+}
+
+#[test]
+fn nixl_hetero_tp_with_controls() {
+    pass("nixl", "gqa", 16, 4, 2, true);
+}
+
+#[test]
+fn mooncake_mha_page16_with_controls() {
+    pass("mooncake", "mha", 16, 2, 2, true);
+}
+
+#[test]
+fn mooncake_gqa_pages_1_and_64() {
+    pass("mooncake", "gqa", 1, 1, 1, false);
+    pass("mooncake", "gqa", 64, 2, 2, false);
+}
+
+#[test]
+fn mooncake_mla_page64_with_controls() {
+    pass("mooncake", "mla", 64, 2, 2, true);
+}
+
+#[test]
+fn mooncake_hetero_tp_with_controls() {
+    pass("mooncake", "gqa", 16, 4, 2, true);
+}
+
+/// The decode side alone, pointed at `bootstrap`: exit 1 within the timeout, naming it.
+fn unreachable(transport: &str, bootstrap: &str) {
+    let Some(lib) = library(transport) else { return };
+    let file = write(&format!("unreachable-{transport}"), &deployment("gqa", 16, 1, 1));
+    let t = Instant::now();
+    let mut args: Vec<String> = vec!["smoke".into(), file.display().to_string()];
+    args.extend(lib);
+    args.extend([
+        "--side".into(),
+        "decode".into(),
+        "--bootstrap".into(),
+        bootstrap.into(),
+        "--timeout".into(),
+        "3".into(),
+    ]);
+    let o = Command::new(BIN).args(&args).stdin(Stdio::null()).output().unwrap();
+    let took = t.elapsed();
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(out(&o).contains(bootstrap), "the error names {bootstrap}:\n{}", out(&o));
+    assert!(!out(&o).contains("panicked"), "{}", out(&o));
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+}
+
+fn closed_port() -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let a = l.local_addr().unwrap().to_string();
+    drop(l);
+    a
+}
+
+#[test]
+fn a_closed_port_fails_in_time_naming_it() {
+    unreachable("nixl", &closed_port());
+    unreachable("mooncake", &closed_port());
+}
+
+#[test]
+fn an_unreachable_address_fails_in_time_naming_it() {
+    // TEST-NET-1 (RFC 5737): routed nowhere.
+    unreachable("mooncake", "192.0.2.1:8998");
+    unreachable("nixl", "192.0.2.1:8998");
+}
+
+#[test]
+fn a_missing_library_is_an_environment_error_with_the_install_line() {
+    let file = write("missing", &deployment("gqa", 16, 1, 1));
+    let o = Command::new(BIN)
+        .args(["smoke", file.to_str().unwrap(), "--transport", "nixl", "--nixl-lib", "/nonexistent/libnixl_capi.so"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(out(&o).contains("nixl"), "{}", out(&o));
+    if cfg!(feature = "nixl") {
+        assert!(out(&o).contains("pip install --no-deps nixl==1.5.1 nixl-cu12==1.5.1"), "{}", out(&o));
+        // A file that is not the library: the agents find no libnixl_capi.so (is_stub) and stop
+        // with the install line rather than aborting.
+        let o = Command::new(BIN)
+            .args(["smoke", file.to_str().unwrap(), "--transport", "nixl", "--nixl-lib", "/etc/hostname"])
+            .args(["--bootstrap", "127.0.0.1:0", "--timeout", "20"])
+            .env_remove("LD_LIBRARY_PATH")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+        assert!(out(&o).contains("libnixl_capi.so cannot be loaded"), "{}", out(&o));
+    }
+    let o = Command::new(BIN)
+        .args(["smoke", file.to_str().unwrap(), "--transport", "mooncake", "--mooncake-python", "/bin/false"])
+        .args(["--bootstrap", "127.0.0.1:0", "--timeout", "20"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+}
