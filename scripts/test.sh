@@ -21,6 +21,10 @@ fi
 
 step "transfer libraries for the transport tests (NIXL, Mooncake)"
 source scripts/setup/transports.sh
+if [ -z "${PDLAUNCH_TEST_NIXL_LIB:-}" ] || [ -z "${PDLAUNCH_TEST_MOONCAKE_PYTHON:-}" ]; then
+  echo "the transport tests need NIXL and Mooncake, whose install failed above" >&2
+  exit 1
+fi
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
