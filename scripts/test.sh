@@ -24,6 +24,9 @@ cargo fmt --all -- --check
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "SGLang's router for the probe's test (sglang-router 0.3.2, cached)"
+PDLAUNCH_TEST_ROUTER="$(scripts/setup/router.sh)"; export PDLAUNCH_TEST_ROUTER
+
 step "tests (nextest)"
 cargo nextest run --workspace --locked --no-fail-fast
 

@@ -60,6 +60,9 @@ enum Command {
     Smoke(cmd::smoke::Args),
     /// Print the geometry and KV bytes per token of a model's config.json (or a built-in preset).
     Model(cmd::model::Args),
+    /// Ask running servers what they use (/server_info, bootstrap info, the router's workers) and
+    /// check the live fleet, or its drift from a deployment (exit codes as `check`).
+    Probe(cmd::probe::Args),
 }
 
 fn main() -> ExitCode {
@@ -82,6 +85,7 @@ fn main() -> ExitCode {
         Command::Rules(a) => cmd::rules::run(a, &style),
         Command::Smoke(a) => cmd::smoke::run(a, &style),
         Command::Model(a) => cmd::model::run(a, &style),
+        Command::Probe(a) => cmd::probe::run(a, &style),
     };
     match result {
         Ok(code) => ExitCode::from(code),
