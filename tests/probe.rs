@@ -3,135 +3,17 @@
 //! (`tests/fixtures/probe/`), and SGLang's real router (sglang-router 0.3.2, from
 //! `scripts/setup/router.sh`, named by `PDLAUNCH_TEST_ROUTER`) in PD mode in front of them.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-fn fixture(path: &str) -> String {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/probe").join(path);
-    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
-/// How a stand-in answers one path.
-#[derive(Clone)]
-enum Reply {
-    Json(String),
-    Status(u16, String),
-    /// Waits this long before answering.
-    Slow(Duration, String),
-    /// Bytes that are not HTTP.
-    Garbage,
-}
-
-/// A stand-in server: answers each request by the first route whose path prefix matches.
-struct Standin {
-    port: u16,
-    routes: Arc<Mutex<Vec<(String, Reply)>>>,
-    stop: Arc<AtomicBool>,
-}
-
-impl Standin {
-    fn start(routes: Vec<(&str, Reply)>) -> Standin {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let routes = Arc::new(Mutex::new(routes.into_iter().map(|(p, r)| (p.to_owned(), r)).collect()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (r, s) = (routes.clone(), stop.clone());
-        thread::spawn(move || {
-            while !s.load(Ordering::SeqCst) {
-                match listener.accept() {
-                    Ok((conn, _)) => {
-                        let r = r.clone();
-                        thread::spawn(move || answer(conn, &r));
-                    }
-                    Err(_) => thread::sleep(Duration::from_millis(5)),
-                }
-            }
-        });
-        Standin { port, routes, stop }
-    }
-
-    /// A SGLang server answering `/server_info` (and `/get_server_info`) with `info`, and, when it
-    /// is a prefill, its bootstrap `/route` with `route`, on the same port, which its info then
-    /// reports as its bootstrap port.
-    fn sglang(info: &str, route: Option<&str>) -> Standin {
-        let s = Standin::start(vec![]);
-        s.serve(info, route, true);
-        s
-    }
-
-    fn serve(&self, info: &str, route: Option<&str>, new_name: bool) {
-        let mut v: Value = serde_json::from_str(info).unwrap();
-        if route.is_some() {
-            v["disaggregation_bootstrap_port"] = self.port.into();
-        }
-        let info = v.to_string();
-        let mut routes = vec![("/get_server_info".to_owned(), Reply::Json(info.clone()))];
-        if new_name {
-            routes.push(("/server_info".to_owned(), Reply::Json(info)));
-        }
-        if let Some(r) = route {
-            routes.push(("/route?".to_owned(), Reply::Json(r.to_owned())));
-        }
-        routes.push(("/health".to_owned(), Reply::Json(String::new())));
-        routes.push(("/model_info".to_owned(), Reply::Json(r#"{"model_path":"m","is_generation":true}"#.into())));
-        routes.push(("/get_load".to_owned(), Reply::Json("{}".into())));
-        *self.routes.lock().unwrap() = routes;
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for Standin {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-    }
-}
-
-fn answer(mut conn: TcpStream, routes: &Mutex<Vec<(String, Reply)>>) {
-    conn.set_nonblocking(false).ok();
-    conn.set_read_timeout(Some(Duration::from_secs(5))).ok();
-    let mut req = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !req.windows(4).any(|w| w == b"\r\n\r\n") {
-        match conn.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => req.extend_from_slice(&buf[..n]),
-        }
-    }
-    let text = String::from_utf8_lossy(&req);
-    let path = text.split_whitespace().nth(1).unwrap_or("/").to_owned();
-    let reply = routes.lock().unwrap().iter().find(|(p, _)| path.starts_with(p.as_str())).map(|(_, r)| r.clone());
-    let (status, body) = match reply {
-        Some(Reply::Json(b)) => (200, b),
-        Some(Reply::Status(s, b)) => (s, b),
-        Some(Reply::Slow(d, b)) => {
-            thread::sleep(d);
-            (200, b)
-        }
-        Some(Reply::Garbage) => {
-            let _ = conn.write_all(b"\x00\x01garbage that is no HTTP\r\n\r\n");
-            return;
-        }
-        None => (404, r#"{"detail":"Not Found"}"#.to_owned()),
-    };
-    let head = format!(
-        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let _ = conn.write_all(head.as_bytes());
-    let _ = conn.write_all(body.as_bytes());
-}
+mod standin;
+use standin::{fixture, Reply, Standin};
 
 fn pdlaunch(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pdlaunch")).args(args).output().expect("runs")
@@ -244,7 +126,7 @@ fn a_server_that_does_not_answer_is_pd059_and_the_others_are_checked() {
     let f = json_findings(&o);
     let pd059 = with_code(&f, "PD059");
     assert_eq!(pd059.len(), 1, "{f:#?}");
-    assert_eq!(places(pd059[0]), [gone.clone()]);
+    assert_eq!(places(pd059[0]), [gone.as_str()]);
     assert!(pd059[0]["message"].as_str().unwrap().contains("connection refused"), "{}", pd059[0]["message"]);
     assert!(!with_code(&f, "PD001").is_empty(), "the others are still checked: {f:#?}");
 }
@@ -276,7 +158,7 @@ fn hostile_answers_are_findings_and_never_hang() {
     let said = |url: String| -> String {
         with_code(&f, "PD059")
             .iter()
-            .find(|f| places(f) == [url.clone()])
+            .find(|f| places(f) == [url.as_str()])
             .map(|f| f["message"].as_str().unwrap().to_owned())
             .unwrap_or_else(|| panic!("no PD059 for {url}: {f:#?}"))
     };
@@ -288,10 +170,7 @@ fn hostile_answers_are_findings_and_never_hang() {
     assert!(!said(garbage.url()).is_empty());
     assert!(said(error.url()).contains("HTTP 500"), "{}", said(error.url()));
     let pd058 = with_code(&f, "PD058");
-    assert!(
-        pd058.iter().any(|f| f["message"].as_str().unwrap().contains("`attn_tp_size` is \"one\"")),
-        "{pd058:#?}"
-    );
+    assert!(pd058.iter().any(|f| f["message"].as_str().unwrap().contains("`attn_tp_size` is \"one\"")), "{pd058:#?}");
 }
 
 const DEPLOYMENT: &str = "name: llama\nmodel: {path: meta-llama/Llama-3.1-8B-Instruct}\n\
@@ -310,7 +189,8 @@ fn against_a_deployment_drift_names_the_field_and_both_values() {
     s[3] = Standin::sglang(&fixture("page-size/d1.server_info.json"), None);
     let o = run(&fleet_args(&s, 2), &["--against", file]);
     let out = stdout(&o);
-    let want = format!("the decode at {} runs --page-size `1` where {file} renders `16` (`shared.page_size`)", s[3].url());
+    let want =
+        format!("the decode at {} runs --page-size `1` where {file} renders `16` (`shared.page_size`)", s[3].url());
     assert!(out.contains(&want), "{out}");
     assert!(out.contains(&format!("restart {} with the command `pdlaunch render {file}` writes", s[3].url())), "{out}");
     let bad = run(&fleet_args(&s, 2), &["--against", "/nonexistent/pd.yaml"]);
@@ -326,8 +206,12 @@ fn sarif_names_each_server_url_as_the_place() {
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     let results = v["runs"][0]["results"].as_array().unwrap();
     let r = results.iter().find(|r| r["ruleId"] == "PD001").expect("PD001");
-    let uris: Vec<&str> =
-        r["locations"].as_array().unwrap().iter().filter_map(|l| l["physicalLocation"]["artifactLocation"]["uri"].as_str()).collect();
+    let uris: Vec<&str> = r["locations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l["physicalLocation"]["artifactLocation"]["uri"].as_str())
+        .collect();
     assert!(uris.contains(&s[3].url().as_str()), "{r:#}");
     assert!(v["runs"][0]["tool"]["driver"]["rules"].as_array().unwrap().iter().any(|r| r["id"] == "PD060"));
 }
@@ -339,7 +223,10 @@ fn bad_arguments_are_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("HTTPS is not supported"));
     assert_eq!(pdlaunch(&["probe", "--decode", "http://h:1", "--watch", "0"]).status.code(), Some(2));
-    assert_eq!(pdlaunch(&["probe", "--decode", "http://h:1", "--watch", "1", "--format", "sarif"]).status.code(), Some(2));
+    assert_eq!(
+        pdlaunch(&["probe", "--decode", "http://h:1", "--watch", "1", "--format", "sarif"]).status.code(),
+        Some(2)
+    );
 }
 
 #[cfg(unix)]
@@ -462,8 +349,12 @@ fn through_the_real_router_a_worker_that_is_gone_is_pd060() {
     let f = json_findings(&o);
     let pd060 = with_code(&f, "PD060");
     assert_eq!(pd060.len(), 1, "{f:#?}");
-    assert_eq!(places(pd060[0]), [gone.clone()]);
-    assert!(pd060[0]["fix"].as_str().unwrap().contains(&format!("curl -X DELETE {router}/workers/")), "{}", pd060[0]["fix"]);
+    assert_eq!(places(pd060[0]), [gone.as_str()]);
+    assert!(
+        pd060[0]["fix"].as_str().unwrap().contains(&format!("curl -X DELETE {router}/workers/")),
+        "{}",
+        pd060[0]["fix"]
+    );
     // A drifted worker is found through the router too, at its URL.
     s[2].serve(&fixture("page-size/d1.server_info.json"), None, true);
     let f = json_findings(&pdlaunch(&["probe", "--router", &router, "--format", "json"]));

@@ -94,7 +94,9 @@ impl Info {
             return Err(format!("the answer is {}, not SGLang's server info (a JSON object)", kind_of(&value)));
         };
         if !fields.contains_key("disaggregation_mode") && !fields.contains_key("model_path") {
-            return Err("the answer has neither `model_path` nor `disaggregation_mode`: not SGLang's server info".into());
+            return Err(
+                "the answer has neither `model_path` nor `disaggregation_mode`: not SGLang's server info".into()
+            );
         }
         for (key, kind) in TYPED {
             let Some(v) = fields.get(*key) else { continue };
@@ -190,11 +192,9 @@ pub fn read_route(body: &str) -> Result<RouteInfo, String> {
         (size("attn_tp_size")?, size("attn_cp_size")?, size("dp_size")?, size("pp_size")?);
     let page_size = match m.get("page_size") {
         None | Some(Value::Null) => None,
-        Some(v) => Some(
-            v.as_u64()
-                .and_then(|n| u32::try_from(n).ok())
-                .ok_or_else(|| format!("the bootstrap info's `page_size` is {} where SGLang sends an integer", quote(v)))?,
-        ),
+        Some(v) => Some(v.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(|| {
+            format!("the bootstrap info's `page_size` is {} where SGLang sends an integer", quote(v))
+        })?),
     };
     let kv_cache_dtype = match m.get("kv_cache_dtype") {
         None | Some(Value::Null) => None,
@@ -372,11 +372,8 @@ pub fn check(
         });
     }
     // Prefills first, as the rules expect.
-    let order: Vec<usize> = {
-        let mut o: Vec<usize> = (0..views.len()).collect();
-        o.sort_by_key(|&i| views[i].role != Some(Role::Prefill));
-        o
-    };
+    let prefill = |i: &usize| views[*i].role == Some(Role::Prefill);
+    let order: Vec<usize> = (0..views.len()).filter(prefill).chain((0..views.len()).filter(|i| !prefill(i))).collect();
     let mut at = vec![0; views.len()];
     for (new, &old) in order.iter().enumerate() {
         at[old] = new;

@@ -131,10 +131,14 @@ fn a_bootstrap_server_of_another_prefill_is_pd058() {
     s[1] = server("http://p1", fixture!("clean/p1.server_info.json"), Some(fixture!("dtype/p0.route.json")));
     let f = check(s, None, None);
     let m: Vec<&str> = f.iter().filter(|f| f.code == "PD058").map(|f| f.message.as_str()).collect();
-    assert!(m.iter().any(|m| m.contains("publishes page_size=64, but the prefill at http://p1 reports page_size=16")), "{m:#?}");
+    assert!(
+        m.iter().any(|m| m.contains("publishes page_size=64, but the prefill at http://p1 reports page_size=16")),
+        "{m:#?}"
+    );
     assert!(m.iter().any(|m| m.contains("the decode at http://d0 uses kv_cache_dtype=auto")), "{m:#?}");
     let mut s = clean();
-    s[0].route = Some(("http://p0:31000/route".into(), Err("HTTP 503: Prefill server not fully registered yet".into())));
+    s[0].route =
+        Some(("http://p0:31000/route".into(), Err("HTTP 503: Prefill server not fully registered yet".into())));
     let f = check(s, None, None);
     let w: Vec<&Finding> = f.iter().filter(|f| f.code == "PD058").collect();
     assert_eq!(w.len(), 1, "{f:#?}");

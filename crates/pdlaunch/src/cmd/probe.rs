@@ -86,7 +86,8 @@ fn seconds(flag: &str, v: f64) -> super::Result<Duration> {
 fn check_url(url: &str) -> super::Result<()> {
     let ok = url.strip_prefix("http://").is_some_and(|rest| !rest.is_empty() && !rest.starts_with('/'));
     if !ok {
-        let hint = if url.starts_with("https://") { " (HTTPS is not supported: probe the servers directly)" } else { "" };
+        let hint =
+            if url.starts_with("https://") { " (HTTPS is not supported: probe the servers directly)" } else { "" };
         return Err(format!("`{url}` is no server URL: write http://host:port{hint}").into());
     }
     Ok(())
@@ -171,8 +172,13 @@ fn probe_server(agent: &ureq::Agent, url: &str, role: Option<Role>, worker: Opti
     Server { url: url.to_owned(), role, worker: worker.map(|w| w.id.clone()), info, route }
 }
 
+/// A URL to probe, the role it was given, and the router's entry for it.
+type Target = (String, Option<Role>, Option<Worker>);
+/// The router asked, and whether it gave its workers.
+type RouterAnswer = Option<(String, Result<(), String>)>;
+
 /// The URLs probed: the router's workers, then those given.
-fn targets(agent: &ureq::Agent, args: &Args) -> (Vec<(String, Option<Role>, Option<Worker>)>, Option<(String, Result<(), String>)>) {
+fn targets(agent: &ureq::Agent, args: &Args) -> (Vec<Target>, RouterAnswer) {
     let mut out = Vec::new();
     let mut router = None;
     if let Some(r) = &args.router {
