@@ -29,7 +29,7 @@ fn check(fleet: &Fleet) -> Vec<Finding> {
     if let Some((router, Err(why))) = &fleet.router {
         out.push(
             Finding::new(&RULE, format!("the router at {router} did not give its workers: {why}"), fix(router))
-                .at_origin(router.clone(), None, Origin::Derived),
+                .at_origin(router.clone(), None, Origin::Field { path: "/workers".into() }),
         );
     }
     for p in fleet.servers.iter().filter(|p| !p.from_router) {
@@ -37,7 +37,7 @@ fn check(fleet: &Fleet) -> Vec<Finding> {
         let role = p.role.map(|r| format!("{} ", r.as_str())).unwrap_or_default();
         out.push(
             Finding::new(&RULE, format!("the {role}server at {} did not answer the probe: {why}", p.url), fix(&p.url))
-                .at_origin(p.url.clone(), None, Origin::Derived),
+                .at_origin(p.url.clone(), None, Origin::Field { path: "/server_info".into() }),
         );
     }
     out

@@ -41,7 +41,7 @@ fn check(fleet: &Fleet) -> Vec<Finding> {
             ),
             None => format!("remove {} from the router's workers, or restart the server there", p.url),
         };
-        out.push(Finding::new(&RULE, message, fix).at_origin(p.url.clone(), None, Origin::Derived));
+        out.push(Finding::new(&RULE, message, fix).at_origin(p.url.clone(), None, Origin::Field { path: "/server_info".into() }));
     }
     out
 }
