@@ -37,6 +37,9 @@ cuda_tools=$(scripts/setup/cuda-tools.sh) # an assignment, so that set -e sees a
 eval "$cuda_tools"
 "$PDLAUNCH_CUDA_PY" tools/gen_kernels.py --check
 
+step "SGLang's router for the probe's test (sglang-router 0.3.2, cached)"
+PDLAUNCH_TEST_ROUTER="$(scripts/setup/router.sh)"; export PDLAUNCH_TEST_ROUTER
+
 step "tests (nextest)"
 cargo nextest run --workspace --locked --no-fail-fast --features pdlaunch/nixl
 

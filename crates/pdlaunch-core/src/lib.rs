@@ -20,6 +20,7 @@ pub mod load;
 pub mod model;
 pub mod picture;
 pub mod plan;
+pub mod probe;
 pub mod read;
 pub mod release;
 pub mod render;

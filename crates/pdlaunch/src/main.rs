@@ -63,6 +63,9 @@ enum Command {
     SmokeAgent(cmd::transport::AgentArgs),
     /// Print the geometry and KV bytes per token of a model's config.json (or a built-in preset).
     Model(cmd::model::Args),
+    /// Ask running servers what they use (/server_info, bootstrap info, the router's workers) and
+    /// check the live fleet, or its drift from a deployment (exit codes as `check`).
+    Probe(cmd::probe::Args),
 }
 
 fn main() -> ExitCode {
@@ -86,6 +89,7 @@ fn main() -> ExitCode {
         Command::Smoke(a) => cmd::smoke::run(a, &style),
         Command::SmokeAgent(a) => cmd::transport::run_agent(a),
         Command::Model(a) => cmd::model::run(a, &style),
+        Command::Probe(a) => cmd::probe::run(a, &style),
     };
     match result {
         Ok(code) => ExitCode::from(code),

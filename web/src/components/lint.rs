@@ -1,6 +1,8 @@
 //! Lint: paste or drop existing launch scripts or manifests. The core finds the SGLang launches
 //! in them, reports drift between prefill, decode and router at the lines concerned, writes the
-//! corrected files, and reconstructs the deployment they amount to ("open in builder").
+//! corrected files, and reconstructs the deployment they amount to ("open in builder"). Pasted
+//! `/server_info` documents of running servers are checked as `pdlaunch probe` checks the servers
+//! (the core's `probe` module), with no request leaving the app.
 
 use std::rc::Rc;
 
@@ -71,6 +73,41 @@ pub fn run(files: &[(String, String)], assumed: Assumed) -> LintResult {
     LintResult { linted, fixed, deployments }
 }
 
+/// Pasted text that is SGLang `/server_info` JSON (one document, several, or an array of them),
+/// checked as a probe of those servers; `None` for launch material.
+pub fn server_info(text: &str) -> Option<Result<Vec<pdlaunch_core::rules::Finding>, String>> {
+    let t = text.trim_start();
+    ((t.starts_with('{') || t.starts_with('[')) && t.contains("\"model_path\""))
+        .then(|| pdlaunch_core::probe::check_pasted(t))
+}
+
+/// The findings of pasted `/server_info` documents, each at the document it concerns.
+fn server_info_view(checked: Result<Vec<pdlaunch_core::rules::Finding>, String>) -> Html {
+    let findings = match checked {
+        Ok(f) => f,
+        Err(e) => return html! { <p class="load-error">{e}</p> },
+    };
+    html! {
+        <div id="server-info-findings">
+            <h3>{"Findings"}</h3>
+            { for findings.iter().map(|f| {
+                let places: Vec<String> = f.locations.iter().map(|l| match &l.flag {
+                    Some(flag) => format!("{} `{flag}` ({})", l.process, l.origin),
+                    None => l.process.clone(),
+                }).collect();
+                html! {
+                    <div class={super::class_list("finding", &[Some(f.severity.as_str())])} data-code={f.code}>
+                        <p><strong>{format!("{} {}", f.code, f.rule)}</strong>{": "}{f.message.clone()}</p>
+                        <p class="muted">{places.join("; ")}</p>
+                        <p>{"Fix: "}{f.fix.clone()}</p>
+                    </div>
+                }
+            }) }
+            if findings.is_empty() { <p class="summary clean">{"No drift found."}</p> }
+        </div>
+    }
+}
+
 /// The Lint view. A plain function that lints on each render: it renders only while its tab is
 /// shown, where nearly every update changes what is linted, so a memo would save little.
 pub fn lint_view(props: &LintProps) -> Html {
@@ -79,7 +116,8 @@ pub fn lint_view(props: &LintProps) -> Html {
         model: props.model.as_deref(),
         release: props.release.as_deref(),
     };
-    let result = run(&props.files, assumed);
+    let pasted_info = props.files.first().and_then(|f| server_info(&f.1));
+    let result = run(if pasted_info.is_some() { &[] } else { &props.files }, assumed);
     let schema = crate::form::Schema::get();
     let gpus = schema.choices("Gpu");
     let models: Vec<String> = pdlaunch_core::model::PRESET_NAMES.iter().map(|n| (*n).to_owned()).collect();
@@ -193,6 +231,11 @@ pub fn lint_view(props: &LintProps) -> Html {
                 {option("lint-release", "SGLang release", schema.choices("Release"), props.release.clone(),
                         "from the material, else newest", Action::LintRelease)}
             </div>
+            <p class="muted">{"Or paste the /server_info JSON of running servers (one document or several) to check \
+                them as `pdlaunch probe` does. The app sends no request: it checks what you paste, here."}</p>
+            if let Some(checked) = pasted_info {
+                { server_info_view(checked) }
+            } else {
             <p id="lint-summary" class="summary" role="status" aria-live="polite">{summary}</p>
             { for l.unread.iter().map(|u| html! {
                 <p class="load-error">{format!("{}:{}:{}: {}", u.file, u.line, u.column, u.message)}</p>
@@ -229,6 +272,7 @@ pub fn lint_view(props: &LintProps) -> Html {
                     }
                 }) }
             }
+            }
         </section>
     }
 }
@@ -236,6 +280,19 @@ pub fn lint_view(props: &LintProps) -> Html {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pasted_server_info_is_checked_as_a_probe() {
+        let text = [
+            include_str!("../../../tests/fixtures/probe/clean/p0.server_info.json"),
+            include_str!("../../../tests/fixtures/probe/page-size/d1.server_info.json"),
+        ]
+        .concat();
+        let f = server_info(&text).expect("read as server info").expect("checked");
+        assert!(f.iter().any(|f| f.code == "PD001"), "{f:?}");
+        assert!(server_info("python -m sglang.launch_server --model-path m").is_none());
+        assert!(server_info("{\"model_path\": 3}").is_some_and(|r| r.is_err()));
+    }
 
     #[test]
     fn the_drifted_fixture_shows_pd001_a_fix_and_a_deployment() {

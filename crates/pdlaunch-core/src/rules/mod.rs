@@ -11,8 +11,10 @@ use crate::effective::{ModelFacts, ServerView};
 use crate::plan::{Origin, Plan};
 use crate::release::{Release, RouterRelease};
 use crate::spec::{parse_argv, Parsed};
+pub use fleet::Fleet;
 pub use material::Material;
 
+pub mod fleet;
 pub mod material;
 
 /// Declares each rule's module and lists its `RULE` in [`RULES`], from one list of modules.
@@ -84,6 +86,10 @@ rules! {
     pd052_decode_polling_interval_zero,
     pd053_rbg_refused,
     pd054_dynamo_refused,
+    pd057_fleet_drift,
+    pd058_bootstrap_info_mismatch,
+    pd059_server_not_answering,
+    pd060_router_worker_gone,
     pd063_state_layout_mismatch,
     pd064_dsa_cache_layer_split,
     pd065_dspark_pairing,
@@ -155,7 +161,12 @@ impl Rule {
     /// differently): a rendered deployment cannot, so `check` of a deployment does not run it,
     /// and only `lint` reports it.
     pub fn lint_only(&self) -> bool {
-        !matches!(self.check, Check::Deployment(_) | Check::DeploymentAndMaterial(..))
+        matches!(self.check, Check::Commands(_) | Check::Material(_))
+    }
+    /// True when only running servers show it (one that does not answer, what a bootstrap server
+    /// publishes, a router's stale worker): `pdlaunch probe` alone reports it.
+    pub fn probe_only(&self) -> bool {
+        matches!(self.check, Check::Fleet(_))
     }
 }
 
@@ -176,6 +187,10 @@ pub enum Check {
     Material(fn(&Material, &mut Vec<Finding>)),
     /// A deployment's views, and in linted material also what only the material shows.
     DeploymentAndMaterial(fn(&Context) -> Vec<Finding>, fn(&Material, &mut Vec<Finding>)),
+    /// What a probe of running servers saw besides their views ([`Fleet`]): which answered, the
+    /// releases they report, their bootstrap info, the router's workers, the deployment to
+    /// compare with.
+    Fleet(fn(&Fleet) -> Vec<Finding>),
 }
 
 impl Check {
@@ -185,14 +200,14 @@ impl Check {
         match self {
             Check::Deployment(f) | Check::DeploymentAndMaterial(f, _) => Some(f),
             Check::Commands(f) => (!deployment).then_some(f),
-            Check::Material(_) => None,
+            Check::Material(_) | Check::Fleet(_) => None,
         }
     }
     /// The check of the written material, when it has one.
     pub(crate) fn of_material(self) -> Option<fn(&Material, &mut Vec<Finding>)> {
         match self {
             Check::Material(f) | Check::DeploymentAndMaterial(_, f) => Some(f),
-            Check::Deployment(_) | Check::Commands(_) => None,
+            Check::Deployment(_) | Check::Commands(_) | Check::Fleet(_) => None,
         }
     }
 }
@@ -570,6 +585,20 @@ pub(crate) fn labels(servers: &[&ServerView]) -> String {
 pub fn run(ctx: &Context) -> Vec<Finding> {
     let deployment = ctx.deployment.is_some();
     let mut out = unique(RULES.iter().filter_map(|r| r.check.of_views(deployment)).flat_map(|check| check(ctx)));
+    crate::sort::sort_by(&mut out, |a, b| a.severity.cmp(&b.severity).then(a.code.cmp(b.code)));
+    out
+}
+
+/// Runs every rule on a probed fleet: those of the views on the servers that answered (as on linted
+/// commands, which they are closest to: no deployment fields behind them), and those of the fleet;
+/// findings come out as [`run`]'s do.
+pub fn run_fleet(fleet: &Fleet) -> Vec<Finding> {
+    let of_views = RULES.iter().filter_map(|r| r.check.of_views(false)).flat_map(|check| check(&fleet.ctx));
+    let of_fleet = RULES.iter().filter_map(|r| match r.check {
+        Check::Fleet(f) => Some(f(fleet)),
+        _ => None,
+    });
+    let mut out = unique(of_views.chain(of_fleet.flatten()));
     crate::sort::sort_by(&mut out, |a, b| a.severity.cmp(&b.severity).then(a.code.cmp(b.code)));
     out
 }

@@ -75,7 +75,9 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
             println!("  {} fix: {}", style.dim("="), k.fix());
             match k {
                 Known::Rule(r) => {
-                    let reported = if r.lint_only() {
+                    let reported = if r.probe_only() {
+                        "`pdlaunch probe` reports it about running servers"
+                    } else if r.lint_only() {
                         "`pdlaunch lint` reports it in launch scripts and manifests"
                     } else {
                         "`pdlaunch check` reports it before launch, and `pdlaunch lint` in existing scripts,"

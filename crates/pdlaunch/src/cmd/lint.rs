@@ -341,19 +341,6 @@ fn sarif(linted: &Linted) -> Result<String, serde_json::Error> {
         Severity::Warning => "warning",
         Severity::Note => "note",
     };
-    let rules: Vec<serde_json::Value> = RULES
-        .iter()
-        .map(|r| {
-            serde_json::json!({
-                "id": r.code,
-                "name": r.name,
-                "shortDescription": {"text": r.summary},
-                "fullDescription": {"text": r.explanation},
-                "help": {"text": r.fix},
-                "defaultConfiguration": {"level": level(r.severity)},
-            })
-        })
-        .collect();
     let location = |p: &Place, id: Option<usize>| {
         let mut v = serde_json::json!({
             "physicalLocation": {
@@ -391,7 +378,25 @@ fn sarif(linted: &Linted) -> Result<String, serde_json::Error> {
             r
         })
         .collect();
-    serde_json::to_string_pretty(&serde_json::json!({
+    serde_json::to_string_pretty(&sarif_log(results))
+}
+
+/// A SARIF 2.1.0 log of `results`, with every rule in the driver (`lint` and `probe` share it).
+pub fn sarif_log(results: Vec<serde_json::Value>) -> serde_json::Value {
+    let rules: Vec<serde_json::Value> = RULES
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "id": r.code,
+                "name": r.name,
+                "shortDescription": {"text": r.summary},
+                "fullDescription": {"text": r.explanation},
+                "help": {"text": r.fix},
+                "defaultConfiguration": {"level": r.severity.as_str()},
+            })
+        })
+        .collect();
+    serde_json::json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{
@@ -403,5 +408,5 @@ fn sarif(linted: &Linted) -> Result<String, serde_json::Error> {
             }},
             "results": results,
         }],
-    }))
+    })
 }

@@ -5,6 +5,7 @@ pub mod explain;
 pub mod init;
 pub mod lint;
 pub mod model;
+pub mod probe;
 pub mod render;
 pub mod rules;
 pub mod schema;

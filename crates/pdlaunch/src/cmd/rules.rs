@@ -21,14 +21,20 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
             .iter()
             .map(|r| {
                 serde_json::json!({"code": r.code, "rule": r.name, "severity": r.severity, "summary": r.summary,
-                    "cause": r.explanation, "fix": r.fix, "sglang_errors": r.sglang_errors, "lint_only": r.lint_only()})
+                    "cause": r.explanation, "fix": r.fix, "sglang_errors": r.sglang_errors, "lint_only": r.lint_only(), "probe_only": r.probe_only()})
             })
             .collect();
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         for r in RULES {
             // Rules only written commands can break are reported by `lint` alone.
-            let lint = if r.lint_only() { " (lint only)" } else { "" };
+            let lint = if r.probe_only() {
+                " (probe only)"
+            } else if r.lint_only() {
+                " (lint only)"
+            } else {
+                ""
+            };
             println!("{} {:<8} {:<36} {}{lint}", style.bold(r.code), r.severity.as_str(), r.name, r.summary);
         }
         println!("\nEnvironment causes (`pdlaunch explain` names them; no check prevents them):");
