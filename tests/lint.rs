@@ -418,3 +418,135 @@ fn every_example_on_every_engine_lints_clean_and_comes_back() {
         "only the example with a rendezvous port of its own is refused, by dynamo"
     );
 }
+
+// ---- material as it is pasted from docs, job scripts and manifests ----
+
+/// A piece of pasted material: fixture files (under `tests/fixtures/lint/`), edits made to them,
+/// the errors and warnings it gives at `file:line:column`, and the files `--fix` must turn it
+/// into (each clean twin: `(fixture, twin)`), when there are such.
+struct Pasted {
+    name: &'static str,
+    files: &'static [&'static str],
+    edits: &'static [(&'static str, &'static str, &'static str, usize)],
+    expect: &'static [(&'static str, &'static [&'static str])],
+    fixed: &'static [(&'static str, &'static str)],
+}
+
+const PASTED: &[Pasted] = &[
+    // A comment after a `\` in the prefill; a blank line inside the decode: the decode loses its
+    // page size, so the sides compare as they run.
+    Pasted {
+        name: "continuation-docs",
+        files: &["pasted/continuation-docs.sh"],
+        edits: &[],
+        expect: &[
+            ("PD001", &["continuation-docs.sh:8:3", "continuation-docs.sh:12:1!"]),
+            ("PD024", &["continuation-docs.sh:9:16"]),
+            ("PD055", &["continuation-docs.sh:9:16", "continuation-docs.sh:10:3"]),
+            ("PD055", &["continuation-docs.sh:17:1", "continuation-docs.sh:18:3"]),
+        ],
+        fixed: &[("pasted/continuation-docs.sh", "pasted/continuation-docs-clean.sh")],
+    },
+    Pasted { name: "continuation-docs-clean", files: &["pasted/continuation-docs-clean.sh"], edits: &[], expect: &[], fixed: &[] },
+    // A line without its `\` in a compose service's `bash -c` block.
+    Pasted {
+        name: "continuation-compose",
+        files: &["pasted/continuation-compose.yaml"],
+        edits: &[],
+        expect: &[
+            ("PD005", &["continuation-compose.yaml:19:11", "continuation-compose.yaml:27:9!"]),
+            ("PD055", &["continuation-compose.yaml:31:26", "continuation-compose.yaml:32:11"]),
+        ],
+        fixed: &[("pasted/continuation-compose.yaml", "pasted/continuation-compose-clean.yaml")],
+    },
+    Pasted { name: "continuation-compose-clean", files: &["pasted/continuation-compose-clean.yaml"], edits: &[], expect: &[], fixed: &[] },
+    // Blanks after the `\` on a SLURM job's srun line of the second prefill node.
+    Pasted {
+        name: "continuation-slurm",
+        files: &["slurm-deepseek.sbatch"],
+        edits: &[("slurm-deepseek.sbatch", "--nnodes 2 --node-rank 1 \\\n    --tp-size 16 --attn-dp-size 8 --moe-a2a-backend deepep --deepep-mode normal", "--nnodes 2 --node-rank 1 \\  \n    --tp-size 16 --attn-dp-size 8 --moe-a2a-backend deepep --deepep-mode normal", 1)],
+        // The node loses its TP and DeepEP settings: PD046 compares it with node 0 as it runs.
+        expect: &[
+            ("PD024", &["slurm-deepseek.sbatch:23:68"]),
+            ("PD055", &["slurm-deepseek.sbatch:23:68", "slurm-deepseek.sbatch:24:5"]),
+            ("PD046", &["slurm-deepseek.sbatch:20:5", "slurm-deepseek.sbatch:21:42!", "slurm-deepseek.sbatch:21:42!", "slurm-deepseek.sbatch:21:42!", "slurm-deepseek.sbatch:21:42!"]),
+        ],
+        fixed: &[("slurm-deepseek.sbatch", "slurm-deepseek.sbatch")],
+    },
+    // A comment line inside a RoleBasedGroup's `sh -c` block.
+    Pasted {
+        name: "continuation-k8s",
+        files: &["rbg-deepseek.yaml"],
+        edits: &[("rbg-deepseek.yaml", "                    --page-size 64 \\\n                    --mem-fraction-static 0.8 --max", "                    --page-size 64 \\\n                    # as the prefill\n                    --mem-fraction-static 0.8 --max", 1)],
+        expect: &[("PD055", &["rbg-deepseek.yaml:74:21", "rbg-deepseek.yaml:75:21"])],
+        fixed: &[],
+    },
+];
+
+/// Errors and warnings as (code, places as `file:line:column`, `!` where the flag is missing).
+fn summary_at_columns(l: &lint::Linted) -> Vec<(String, Vec<String>)> {
+    l.findings
+        .iter()
+        .filter(|f| f.finding.severity != Severity::Note)
+        .map(|f| {
+            let places = f
+                .places
+                .iter()
+                .map(|p| {
+                    let base = p.file.rsplit('/').next().unwrap_or(&p.file);
+                    format!("{base}:{}:{}{}", p.line, p.column, if p.missing { "!" } else { "" })
+                })
+                .collect();
+            (f.finding.code.to_owned(), places)
+        })
+        .collect()
+}
+
+fn pasted_inputs(p: &Pasted) -> Vec<Input> {
+    p.files
+        .iter()
+        .map(|f| {
+            let mut text = read(f);
+            for (file, from, to, n) in p.edits {
+                if file == f {
+                    assert_eq!(text.matches(from).count(), *n, "{}: `{from}` in {f}", p.name);
+                    text = text.replace(from, to);
+                }
+            }
+            Input::new(*f, text)
+        })
+        .collect()
+}
+
+#[test]
+fn pasted_material_gives_exactly_its_findings_and_fixes_to_its_clean_twin() {
+    let mut failures = Vec::new();
+    for p in PASTED {
+        let inputs = pasted_inputs(p);
+        let l = lint::lint(&inputs, &Options::default());
+        let got = summary_at_columns(&l);
+        let want: Vec<(String, Vec<String>)> =
+            p.expect.iter().map(|(c, s)| ((*c).to_owned(), s.iter().map(|s| (*s).to_owned()).collect())).collect();
+        if got != want {
+            failures.push(format!("{}:\n  want {want:?}\n  got  {got:?}", p.name));
+        }
+        let fixed = lint::edit::fix_all(&inputs, &Options::default());
+        let after: Vec<Input> = inputs
+            .iter()
+            .map(|i| {
+                fixed.iter().find(|f| f.name == i.name).map_or_else(|| i.clone(), |f| Input::new(&i.name, &f.after))
+            })
+            .collect();
+        let left = lint::lint(&after, &Options::default());
+        if let Some(f) = left.findings.iter().find(|f| f.finding.code == "PD055") {
+            failures.push(format!("{}: --fix leaves {}", p.name, f.finding.message));
+        }
+        for (file, twin) in p.fixed {
+            let after = fixed.iter().find(|f| f.name == *file).map(|f| f.after.clone());
+            if after.as_deref() != Some(read(twin).as_str()) {
+                failures.push(format!("{}: --fix of {file} is not {twin}:\n{}", p.name, after.unwrap_or_default()));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

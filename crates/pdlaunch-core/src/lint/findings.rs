@@ -80,7 +80,12 @@ pub(super) fn lint_group(
         release: group.release,
         version: group.version.as_deref(),
         servers: group.servers.iter().map(|s| s.written(launches)).collect(),
-        router: group.router.as_ref().map(|r| WrittenRouter { view: &r.view, words: &r.words, misses: &r.misses }),
+        router: group.router.as_ref().map(|r| WrittenRouter {
+            view: &r.view,
+            words: &r.words,
+            misses: &r.misses,
+            breaks: &launches[r.launch].breaks,
+        }),
         services,
         unknown: &unknown,
     };

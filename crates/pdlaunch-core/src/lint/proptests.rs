@@ -1119,3 +1119,103 @@ fn numeric_edge_values_never_panic() {
     assert!(failed.is_empty(), "{} of {runs} scripts panicked: {}", failed.len(), failed.join("; "));
     eprintln!("numeric edge values: {runs} scripts linted, no panic");
 }
+
+/// The ways a continued line of a command can lose its continuation (PD055), as the line's new
+/// ending: the `\` at its end is replaced by this text.
+const BREAKS: &[(&str, crate::rules::material::BreakKind)] = {
+    use crate::rules::material::BreakKind::*;
+    &[
+        ("\\  ", BlankAfterBackslash),
+        ("\\   # a note", CommentAfterBackslash),
+        (" # a note \\", CommentEndsLine),
+        ("", NoBackslash),
+        ("\\\n    # a note", CommentLine),
+        ("\\\n", BlankLine),
+    ]
+};
+
+/// `broken_continuations_are_found_and_joined`: in any rendered script, a continuation broken in
+/// any of the ways bash ends a command is reported once (PD055) at the broken line, with the
+/// arguments of the next line first among those lost; the server is read with the arguments
+/// before the break only; and `--fix` joins the lines so that every server gets its whole
+/// argv again.
+#[test]
+fn broken_continuations_are_found_and_joined() {
+    let n = cases(150);
+    let mut runner = TestRunner::new(Config { cases: n, failure_persistence: None, ..Config::default() });
+    let strategy = (deployment(), any::<prop::sample::Index>(), any::<prop::sample::Index>(), 0..BREAKS.len());
+    runner
+        .run(&strategy, |(d, file, line, how)| {
+            let plan = crate::plan::plan(&d);
+            let files = crate::render::render_shell(&plan);
+            let inputs: Vec<Input> = files.iter().map(|f| Input::new(f.name.clone(), f.contents.clone())).collect();
+            let opts = Options {
+                release: Some(d.sglang_version),
+                router_release: Some(d.router_version),
+                ..Options::default()
+            };
+            let tokens = |l: &Linted| -> Vec<Vec<String>> {
+                let mut v: Vec<Vec<String>> =
+                    l.groups.iter().flat_map(|g| &g.servers).map(|s| s.view.tokens.clone()).collect();
+                v.extend(l.groups.iter().filter_map(|g| g.router.as_ref()).map(|r| r.view.tokens.clone()));
+                v
+            };
+            let fixed_all = |files: &[Input]| -> Vec<Input> {
+                let fixed = edit::fix_all(files, &opts);
+                files
+                    .iter()
+                    .map(|i| {
+                        fixed
+                            .iter()
+                            .find(|x| x.name == i.name)
+                            .map_or_else(|| i.clone(), |x| Input::new(&i.name, &x.after))
+                    })
+                    .collect()
+            };
+            // What the servers get once every fix is made, which `--fix` of the broken scripts must give too.
+            let whole = tokens(&lint(&fixed_all(&inputs), &opts));
+            // A continued line of one of the files, and the line after it.
+            let f = file.index(inputs.len());
+            let lines: Vec<&str> = inputs[f].text.split('\n').collect();
+            let continued: Vec<usize> = (0..lines.len().saturating_sub(1))
+                .filter(|&i| lines[i].ends_with(" \\") && lines[i + 1].trim_start().starts_with("--"))
+                .collect();
+            if continued.is_empty() {
+                return Ok(());
+            }
+            let at = continued[line.index(continued.len())];
+            let (ending, kind) = BREAKS[how];
+            let mut broken = inputs.clone();
+            let mut text: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
+            text[at] = [&lines[at][..lines[at].len() - 1], ending].concat();
+            broken[f].text = text.join("\n");
+            let linted = lint(&broken, &opts);
+            let found: Vec<&LintFinding> = linted.findings.iter().filter(|x| x.finding.code == "PD055").collect();
+            prop_assert_eq!(found.len(), 1, "{:?}\n{}", found, broken[f].text);
+            let (got, b) = (&found[0], linted.launches.iter().flat_map(|l| &l.breaks).next().unwrap());
+            prop_assert_eq!(b.kind, kind);
+            let break_line = if matches!(
+                kind,
+                crate::rules::material::BreakKind::CommentLine | crate::rules::material::BreakKind::BlankLine
+            ) {
+                at + 2
+            } else {
+                at + 1
+            };
+            prop_assert_eq!(got.places[0].line as usize, break_line, "{}", got.finding.message);
+            let next = lines[at + 1].split_whitespace().next().unwrap_or_default();
+            prop_assert_eq!(b.lost.first().map(|w| w.text.as_str()), Some(next));
+            prop_assert_ne!(
+                tokens(&linted),
+                tokens(&lint(&inputs, &opts)),
+                "the server is read without the lost arguments"
+            );
+            let after = fixed_all(&broken);
+            let again = lint(&after, &opts);
+            prop_assert!(again.findings.iter().all(|x| x.finding.code != "PD055"), "{}", after[f].text);
+            same_text(&tokens(&again).concat().join(" "), &whole.concat().join(" "), &after[f].text)?;
+            Ok(())
+        })
+        .unwrap();
+    eprintln!("broken continuations: {n} generated scripts broken, found and joined");
+}

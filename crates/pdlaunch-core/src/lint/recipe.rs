@@ -421,6 +421,7 @@ fn scan_one(doc: &Node, file: usize, base: &Surroundings, scope: Scope, out: &mu
                     scope: scope.clone(),
                     kubernetes: None,
                     meta: None,
+                    breaks: Vec::new(),
                 });
             }
             if disaggregated {
@@ -477,6 +478,7 @@ fn router(
         scope,
         kubernetes: None,
         meta: None,
+        breaks: Vec::new(),
     }
 }
 
