@@ -481,7 +481,52 @@ const PASTED: &[Pasted] = &[
         expect: &[("PD055", &["rbg-deepseek.yaml:74:21", "rbg-deepseek.yaml:75:21"])],
         fixed: &[],
     },
+    // Files given together, one side each and no router: one deployment, the model paths compared
+    // (an FP8 checkpoint against BF16 weights), and the cross-side checks run.
+    Pasted {
+        name: "pair-docs",
+        files: &["pasted/pair-prefill.sh", "pasted/pair-decode.sh"],
+        edits: &[],
+        expect: &[
+            ("PD001", &["pair-prefill.sh:7:3", "pair-decode.sh:3:1!"]),
+            ("PD056", &["pair-prefill.sh:4:3", "pair-decode.sh:4:3"]),
+        ],
+        fixed: &[],
+    },
+    // The decode's path is the Hugging Face cache folder of the prefill's model: one model.
+    Pasted { name: "pair-docs-clean", files: &["pasted/pair-prefill.sh", "pasted/pair-decode-clean.sh"], edits: &[], expect: &[], fixed: &[] },
+    // Two SLURM jobs: another checkpoint of one geometry, and another transfer backend.
+    Pasted {
+        name: "pair-slurm",
+        files: &["pasted/pair-prefill.sbatch", "pasted/pair-decode.sbatch"],
+        edits: &[],
+        expect: &[
+            ("PD005", &["pair-prefill.sbatch:7:35", "pair-decode.sbatch:6:34"]),
+            ("PD056", &["pair-prefill.sbatch:6:38", "pair-decode.sbatch:5:38"]),
+        ],
+        fixed: &[],
+    },
+    Pasted { name: "pair-slurm-clean", files: &["pasted/pair-prefill.sbatch", "pasted/pair-decode-clean.sbatch"], edits: &[], expect: &[], fixed: &[] },
+    // Two Kubernetes Deployments: a local copy and its Hugging Face id are one model; the KV dtype
+    // is compared across the files.
+    Pasted {
+        name: "pair-k8s",
+        files: &["pasted/pair-prefill.yaml", "pasted/pair-decode.yaml"],
+        edits: &[],
+        expect: &[("PD002", &["pair-prefill.yaml:22:15", "pair-decode.yaml:17:21!"])],
+        fixed: &[],
+    },
+    Pasted { name: "pair-k8s-clean", files: &["pasted/pair-prefill.yaml", "pasted/pair-decode-clean.yaml"], edits: &[], expect: &[], fixed: &[] },
 ];
+
+#[test]
+fn files_given_together_are_one_deployment() {
+    for p in PASTED.iter().filter(|p| p.name.starts_with("pair-")) {
+        let l = lint::lint(&pasted_inputs(p), &Options::default());
+        assert_eq!(l.groups.len(), 1, "{}: {:?}", p.name, l.groups.iter().map(|g| &g.name).collect::<Vec<_>>());
+        assert_eq!(l.groups[0].servers.len(), 2, "{}", p.name);
+    }
+}
 
 /// Errors and warnings as (code, places as `file:line:column`, `!` where the flag is missing).
 fn summary_at_columns(l: &lint::Linted) -> Vec<(String, Vec<String>)> {

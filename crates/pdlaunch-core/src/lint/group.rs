@@ -119,6 +119,7 @@ pub(super) fn build_groups(
             }
         }
     }
+    pair_lone_sides(&mut groups, &servers, launches);
     let preset = opts.model_preset.as_deref().and_then(crate::model::preset);
     let mut out = Vec::new();
     let mut routers: Vec<Option<RouterEntryInfo>> = routers.into_iter().map(Some).collect();
@@ -189,6 +190,32 @@ pub(super) fn build_groups(
         out.push(Group { name, release, version, router_release, model, preset: found, servers: entries, router });
     }
     out
+}
+
+/// Material whose only deployments without a router are one of prefill servers and one of
+/// decode servers (`pdlaunch lint prefill.sh decode.sh`) is one deployment, whatever their model
+/// paths say: the cross-side checks then run, and PD056 compares the paths.
+fn pair_lone_sides(groups: &mut [Members], servers: &[Pre], launches: &[Launch]) {
+    let role_of = |s: usize| servers[s].view.role.or_else(|| role_hint(&launches[servers[s].launch].hints));
+    let lone: Vec<usize> =
+        (0..groups.len()).filter(|&g| groups[g].router.is_none() && !groups[g].servers.is_empty()).collect();
+    let [a, b] = lone[..] else { return };
+    // One side each, and no recipe's (a recipe is a deployment of its own).
+    let side = |g: usize| -> Option<Role> {
+        let members = &groups[g].servers;
+        if members.iter().any(|&s| launches[servers[s].launch].scope.is_some()) {
+            return None;
+        }
+        let first = role_of(members[0])?;
+        members.iter().all(|&s| role_of(s) == Some(first)).then_some(first)
+    };
+    match (side(a), side(b)) {
+        (Some(x), Some(y)) if x != y => {
+            let moved = std::mem::take(&mut groups[b].servers);
+            groups[a].servers.extend(moved);
+        }
+        _ => {}
+    }
 }
 
 /// The model facts of a built-in model, read from its `config.json` once.

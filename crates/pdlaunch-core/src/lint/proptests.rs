@@ -1219,3 +1219,58 @@ fn broken_continuations_are_found_and_joined() {
         .unwrap();
     eprintln!("broken continuations: {n} generated scripts broken, found and joined");
 }
+
+/// `files_given_together_pair_up`: the servers' scripts of any rendered deployment, without the
+/// router's, are one deployment, even when every decode loads another checkpoint, which PD056
+/// then reports once; a decode that loads a local copy named like the prefill's model is the
+/// same model and gives no PD056.
+#[test]
+fn files_given_together_pair_up() {
+    let n = cases(150);
+    let mut runner = TestRunner::new(Config { cases: n, failure_persistence: None, ..Config::default() });
+    runner
+        .run(&(deployment(), any::<bool>()), |(d, other)| {
+            let plan = crate::plan::plan(&d);
+            let files = crate::render::render_shell(&plan);
+            let model = &d.model.path;
+            let name = model.trim_end_matches('/').rsplit('/').next().unwrap_or(model);
+            if name.is_empty() {
+                // A path that names no folder (`/`) has no local copy named like it.
+                return Ok(());
+            }
+            let local = ["/models/", name].concat();
+            let decode_path = if other { [model.as_str(), "-FP8"].concat() } else { local };
+            let inputs: Vec<Input> = files
+                .iter()
+                .filter(|f| !f.name.starts_with("router"))
+                .map(|f| {
+                    let text = if f.name.starts_with("decode") {
+                        f.contents.replace(
+                            &format!("--model-path {}", crate::render::quote(model)),
+                            &format!("--model-path {}", crate::render::quote(&decode_path)),
+                        )
+                    } else {
+                        f.contents.clone()
+                    };
+                    Input::new(f.name.clone(), text)
+                })
+                .collect();
+            let opts = Options {
+                release: Some(d.sglang_version),
+                router_release: Some(d.router_version),
+                ..Options::default()
+            };
+            let linted = lint(&inputs, &opts);
+            prop_assert_eq!(linted.groups.len(), 1, "{:?}", linted.groups.iter().map(|g| &g.name).collect::<Vec<_>>());
+            let found = linted.findings.iter().filter(|f| f.finding.code == "PD056").count();
+            prop_assert_eq!(
+                found,
+                usize::from(other),
+                "{:?}",
+                linted.findings.iter().map(|f| &f.finding.message).collect::<Vec<_>>()
+            );
+            Ok(())
+        })
+        .unwrap();
+    eprintln!("files given together: {n} generated deployments' server scripts paired");
+}

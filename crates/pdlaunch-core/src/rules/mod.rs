@@ -85,6 +85,7 @@ rules! {
     pd053_rbg_refused,
     pd054_dynamo_refused,
     pd055_broken_continuation,
+    pd056_model_path_mismatch,
 }
 
 /// The rule with this code (case-insensitive), or with this name.

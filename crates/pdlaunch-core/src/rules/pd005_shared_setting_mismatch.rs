@@ -22,7 +22,8 @@ pub static RULE: Rule = Rule {
         speculative settings and KV layout switches decide what the KV bytes mean and how they travel. \
         SGLang checks only page size and KV dtype across servers; every other difference passes the \
         handshake and then corrupts KV silently or fails transfers later. Page size, KV dtype, the \
-        speculative algorithm and the KV canary have their own rules (PD001, PD002, PD022, PD023).",
+        speculative algorithm, the KV canary and the model path have their own rules (PD001, PD002, PD022, \
+        PD023, PD056).",
     sglang_errors: &[
         "no error at startup: the prefill and decode disagree on a setting SGLang never compares; requests return garbage or the KV transfer fails",
         "Requested address not found",
@@ -33,8 +34,9 @@ pub static RULE: Rule = Rule {
     check: Check::Deployment(check),
 };
 
-/// Destinations a dedicated rule reports with more context.
-const DEDICATED: &[&str] = &["page_size", "kv_cache_dtype", "speculative_algorithm", "kv_canary"];
+/// Destinations a dedicated rule reports with more context (the model path: PD056, which knows
+/// an alias from another checkpoint).
+const DEDICATED: &[&str] = &["page_size", "kv_cache_dtype", "speculative_algorithm", "kv_canary", "model_path"];
 
 fn check(ctx: &Context) -> Vec<Finding> {
     table_check(ctx, Relation::MustMatch, &RULE)
@@ -226,18 +228,16 @@ mod tests {
     }
 
     #[test]
-    fn model_path_alias_and_default_are_compared() {
-        let mut d = llama();
-        d.prefill.extra_args = vec!["--model".into(), "other/model".into()];
-        let f = findings(&d, "PD005");
-        assert_eq!(f.len(), 1, "{f:?}");
-        assert!(f[0].message.contains("`other/model`") && f[0].message.contains("`meta-llama/Llama-3.1-8B-Instruct`"));
-        // A switch on one side only: the other side shows SGLang's default.
+    fn a_switch_on_one_side_is_compared_with_the_default() {
         let mut d = llama();
         d.decode.extra_args = vec!["--trust-remote-code".into()];
         let f = findings(&d, "PD005");
         assert_eq!(f.len(), 1, "{f:?}");
         assert!(f[0].message.contains("`false` (SGLang's default)"), "{}", f[0].message);
+        // The model path is PD056's.
+        let mut d = llama();
+        d.prefill.extra_args = vec!["--model".into(), "other/model".into()];
+        assert!(findings(&d, "PD005").is_empty());
     }
 
     #[test]
