@@ -517,7 +517,53 @@ const PASTED: &[Pasted] = &[
         fixed: &[],
     },
     Pasted { name: "pair-k8s-clean", files: &["pasted/pair-prefill.yaml", "pasted/pair-decode-clean.yaml"], edits: &[], expect: &[], fixed: &[] },
+    // One command per machine with `--host ${local_ip}`, as the PD guide writes a 2P2D DeepSeek:
+    // the four nodes share no GPU (a note says what sharing one would break); the guide's
+    // deprecated DP-attention switch is all there is to warn about.
+    Pasted {
+        name: "per-node-docs",
+        files: &["pasted/per-node-docs.sh"],
+        edits: &[],
+        expect: &[
+            ("PD026", &["per-node-docs.sh:5:291"]),
+            ("PD026", &["per-node-docs.sh:7:291"]),
+            ("PD026", &["per-node-docs.sh:9:289"]),
+            ("PD026", &["per-node-docs.sh:11:289"]),
+        ],
+        fixed: &[],
+    },
+    // One script that starts both in the background on its machine: they share GPUs 0-1.
+    Pasted {
+        name: "per-node-one-machine",
+        files: &["pasted/per-node-one-machine.sh"],
+        edits: &[],
+        expect: &[("PD020", &["per-node-one-machine.sh:4:1", "per-node-one-machine.sh:5:1"])],
+        fixed: &[],
+    },
 ];
+
+#[test]
+fn per_node_scripts_reconstruct_to_a_clean_deployment() {
+    let p = PASTED.iter().find(|p| p.name == "per-node-docs").unwrap();
+    let l = lint::lint(&pasted_inputs(p), &Options::default());
+    let notes: Vec<&str> =
+        l.findings.iter().filter(|f| f.finding.code == "PD020").map(|f| f.finding.message.as_str()).collect();
+    assert!(notes.len() == 3 && notes.iter().all(|m| m.starts_with("if these run on one machine")), "{notes:?}");
+    let r = lint::reconstruct::deployment(&l, 0).unwrap();
+    let hosts: Vec<&str> = r
+        .deployment
+        .prefill
+        .instances
+        .iter()
+        .chain(&r.deployment.decode.instances)
+        .flat_map(|i| &i.nodes)
+        .map(|n| n.host.as_str())
+        .collect();
+    assert_eq!(hosts, ["machine-1", "machine-2", "machine-3", "machine-4"]);
+    let report = pdlaunch_core::rules::check(&r.deployment);
+    let errors: Vec<_> = report.findings.iter().filter(|f| f.severity != Severity::Note).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+}
 
 #[test]
 fn files_given_together_are_one_deployment() {

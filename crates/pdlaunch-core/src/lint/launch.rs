@@ -68,6 +68,9 @@ pub struct Launch {
     pub meta: Option<Arc<PodMeta>>,
     /// Where its command's line continuation breaks, and the words that never reach it.
     pub breaks: Vec<Break>,
+    /// True when its script starts it in the background (`... &`) and goes on: what the script
+    /// starts next runs beside it, on the same machine.
+    pub background: bool,
 }
 
 /// A whole deployment's material: one recipe, or one variant of a recipe with overrides.
@@ -361,6 +364,7 @@ pub fn scan_shell(
                         let mut launch = new_launch(around, (program, entry), (python, file, at), args, env);
                         let (nodes, machine) = srun_step((w0..prog).map(|k| lx.text(k)), vars);
                         launch.machine = machine;
+                        launch.background = lx.background();
                         let before = out.len();
                         match nodes {
                             Some(nodes) => push_per_node(vec![launch], nodes, out),
@@ -564,6 +568,7 @@ fn new_launch(
         kubernetes: around.kubernetes.clone(),
         meta: around.meta.clone(),
         breaks: Vec::new(),
+        background: false,
     }
 }
 
@@ -658,8 +663,8 @@ impl<'w> SrunStep<'w> {
         ((2..=MAX_SRUN_NODES).contains(&n) && one_task_per_node).then_some(n)
     }
 
-    /// The one node the step runs on, when it names one literally and spans one node. A list, a
-    /// range (`node[1-2]`) or a variable names no single machine here. A step that asks for GPUs
+    /// The one node the step runs on, when it names one (a name, or one variable) and spans one
+    /// node. A list or a range (`node[1-2]`) names no single machine here. A step that asks for GPUs
     /// of its own is given them by Slurm through `CUDA_VISIBLE_DEVICES`, so its GPU indices are
     /// not the node's: `None` too, as the GPU check would compare indices that do not name the
     /// same devices.
@@ -668,8 +673,14 @@ impl<'w> SrunStep<'w> {
             return None;
         }
         let name = self.nodelist?;
-        let single =
-            !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
+        // A variable the script sets once (`-w "$node_0"`) names one node too, the same one for
+        // every step that names it.
+        let name_byte = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_');
+        let variable = name.strip_prefix('$').map(|v| v.trim_start_matches('{').trim_end_matches('}'));
+        let single = match variable {
+            Some(v) => !v.is_empty() && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'),
+            None => !name.is_empty() && name.bytes().all(name_byte),
+        };
         single.then(|| name.to_owned())
     }
 }

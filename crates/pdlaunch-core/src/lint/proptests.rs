@@ -1274,3 +1274,61 @@ fn files_given_together_pair_up() {
         .unwrap();
     eprintln!("files given together: {n} generated deployments' server scripts paired");
 }
+
+/// `placeholder_hosts_are_per_machine`: the per-process scripts of any rendered deployment, each
+/// server's `--host` (and its rendezvous host) replaced by one placeholder that every machine
+/// fills in (`${HOST_IP}`), as docs write one command per machine, give no port or GPU error
+/// (PD019, PD020): equal placeholder text is not one machine.
+#[test]
+fn placeholder_hosts_are_per_machine() {
+    let n = cases(100);
+    let mut runner = TestRunner::new(Config { cases: n, failure_persistence: None, ..Config::default() });
+    // Cases where the placeholder read as one machine would collide: the ones the test is about.
+    let told = std::cell::Cell::new(0u32);
+    runner
+        .run(&deployment(), |d| {
+            let plan = crate::plan::plan(&d);
+            let files = crate::render::render_shell(&plan);
+            let hosts: Vec<String> = Role::BOTH
+                .into_iter()
+                .flat_map(|r| d.side(r).instances.iter().flat_map(|i| i.nodes.iter().map(|n| n.host.clone())))
+                .collect();
+            let inputs: Vec<Input> = files
+                .iter()
+                .filter(|f| !f.name.starts_with("router"))
+                .map(|f| {
+                    let mut text = f.contents.clone();
+                    for h in &hosts {
+                        text = text.replace(&format!("--host {}", crate::render::quote(h)), "--host ${HOST_IP}");
+                    }
+                    Input::new(f.name.clone(), text)
+                })
+                .collect();
+            let opts = Options {
+                release: Some(d.sglang_version),
+                router_release: Some(d.router_version),
+                ..Options::default()
+            };
+            let linted = lint(&inputs, &opts);
+            let wrong: Vec<&String> = linted
+                .findings
+                .iter()
+                .filter(|f| {
+                    matches!(f.finding.code, "PD019" | "PD020") && f.finding.severity != crate::rules::Severity::Note
+                })
+                .map(|f| &f.finding.message)
+                .collect();
+            // Only those the deployment itself has (its own literal hosts collide) may remain.
+            let own = crate::rules::check(&d).findings.iter().filter(|f| matches!(f.code, "PD019" | "PD020")).count();
+            prop_assert!(wrong.is_empty() || own > 0, "{:?}", wrong);
+            let note = |f: &&LintFinding| f.finding.message.starts_with("if these run on one machine");
+            told.set(told.get() + u32::from(linted.findings.iter().any(|f| note(&f))));
+            Ok(())
+        })
+        .unwrap();
+    eprintln!(
+        "placeholder hosts: {n} generated deployments' scripts with one `${{HOST_IP}}` linted, {} of them would collide on one machine",
+        told.get()
+    );
+    assert!(told.get() * 20 >= n, "too few cases where the placeholder matters: {} of {n}", told.get());
+}

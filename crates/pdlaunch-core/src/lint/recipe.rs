@@ -422,6 +422,7 @@ fn scan_one(doc: &Node, file: usize, base: &Surroundings, scope: Scope, out: &mu
                     kubernetes: None,
                     meta: None,
                     breaks: Vec::new(),
+                    background: false,
                 });
             }
             if disaggregated {
@@ -479,6 +480,7 @@ fn router(
         kubernetes: None,
         meta: None,
         breaks: Vec::new(),
+        background: false,
     }
 }
 

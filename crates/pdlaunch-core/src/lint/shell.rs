@@ -156,6 +156,8 @@ pub struct Lexer<'a> {
     /// Where the command read last is in the text: where its first word starts, where its last
     /// word (or redirection) starts, and where that ends.
     span: (usize, usize, usize),
+    /// True when the command read last ends with a lone `&` (runs in the background).
+    background: bool,
 }
 
 /// Byte classes for the word loop, one table lookup per byte.
@@ -272,6 +274,7 @@ impl<'a> Lexer<'a> {
             any_split: false,
             pieces: Vec::new(),
             span: (0, 0, 0),
+            background: false,
         }
     }
 
@@ -303,6 +306,7 @@ impl<'a> Lexer<'a> {
         self.unknowns.clear();
         self.tables.clear();
         self.heredocs.clear();
+        self.background = false;
         loop {
             // Blanks and line continuations.
             while let Some(b) = self.peek(0) {
@@ -333,11 +337,13 @@ impl<'a> Lexer<'a> {
                     }
                 }
                 b';' | b'&' | b'|' | b'(' | b')' => {
+                    let op = self.pos;
                     self.pos += 1;
                     while self.peek(0).is_some_and(|c| matches!(c, b';' | b'&' | b'|')) {
                         self.pos += 1;
                     }
                     if !self.lexed.is_empty() {
+                        self.background = &self.s[op..self.pos] == b"&";
                         return true;
                     }
                 }
@@ -407,6 +413,11 @@ impl<'a> Lexer<'a> {
     /// first word starts, where its last word or redirection starts, and where that ends.
     pub fn span(&self) -> (usize, usize, usize) {
         self.span
+    }
+
+    /// True when the command read last ends with a lone `&`: the shell goes on while it runs.
+    pub fn background(&self) -> bool {
+        self.background
     }
 
     /// The source offset of byte `i` of the text.
