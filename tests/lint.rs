@@ -540,6 +540,21 @@ const PASTED: &[Pasted] = &[
         expect: &[("PD020", &["per-node-one-machine.sh:4:1", "per-node-one-machine.sh:5:1"])],
         fixed: &[],
     },
+    // A value SGLang reads with `json.loads`, written with Python's quotes, and as JSON.
+    Pasted {
+        name: "json-value",
+        files: &["pasted/continuation-docs-clean.sh"],
+        edits: &[("pasted/continuation-docs-clean.sh", "  --base-gpu-id 4 \\\n", "  --base-gpu-id 4 \\\n  --default-chat-template-kwargs \"{'enable_thinking': False}\" \\\n", 1)],
+        expect: &[("PD024", &["continuation-docs-clean.sh:18:3"])],
+        fixed: &[],
+    },
+    Pasted {
+        name: "json-value-clean",
+        files: &["pasted/continuation-docs-clean.sh"],
+        edits: &[("pasted/continuation-docs-clean.sh", "  --base-gpu-id 4 \\\n", "  --base-gpu-id 4 \\\n  --default-chat-template-kwargs '{\"enable_thinking\": false}' \\\n", 1)],
+        expect: &[],
+        fixed: &[],
+    },
 ];
 
 #[test]
