@@ -448,7 +448,7 @@ fn explain_names_the_command_that_reports_the_rule() {
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
     let lint_only: Vec<&str> =
         v.as_array().unwrap().iter().filter(|r| r["lint_only"] == true).map(|r| r["code"].as_str().unwrap()).collect();
-    assert_eq!(lint_only, ["PD041", "PD043", "PD044", "PD045", "PD046", "PD047", "PD048", "PD049", "PD051"]);
+    assert_eq!(lint_only, ["PD041", "PD043", "PD044", "PD045", "PD046", "PD047", "PD048", "PD049", "PD051", "PD055"]);
 }
 
 #[test]

@@ -418,3 +418,241 @@ fn every_example_on_every_engine_lints_clean_and_comes_back() {
         "only the example with a rendezvous port of its own is refused, by dynamo"
     );
 }
+
+// ---- material as it is pasted from docs, job scripts and manifests ----
+
+/// A piece of pasted material: fixture files (under `tests/fixtures/lint/`), edits made to them,
+/// the errors and warnings it gives at `file:line:column`, and the files `--fix` must turn it
+/// into (each clean twin: `(fixture, twin)`), when there are such.
+struct Pasted {
+    name: &'static str,
+    files: &'static [&'static str],
+    edits: &'static [(&'static str, &'static str, &'static str, usize)],
+    expect: &'static [(&'static str, &'static [&'static str])],
+    fixed: &'static [(&'static str, &'static str)],
+}
+
+const PASTED: &[Pasted] = &[
+    // A comment after a `\` in the prefill; a blank line inside the decode: the decode loses its
+    // page size, so the sides compare as they run.
+    Pasted {
+        name: "continuation-docs",
+        files: &["pasted/continuation-docs.sh"],
+        edits: &[],
+        expect: &[
+            ("PD001", &["continuation-docs.sh:8:3", "continuation-docs.sh:12:1!"]),
+            ("PD024", &["continuation-docs.sh:9:16"]),
+            ("PD055", &["continuation-docs.sh:9:16", "continuation-docs.sh:10:3"]),
+            ("PD055", &["continuation-docs.sh:17:1", "continuation-docs.sh:18:3"]),
+        ],
+        fixed: &[("pasted/continuation-docs.sh", "pasted/continuation-docs-clean.sh")],
+    },
+    Pasted { name: "continuation-docs-clean", files: &["pasted/continuation-docs-clean.sh"], edits: &[], expect: &[], fixed: &[] },
+    // A line without its `\` in a compose service's `bash -c` block.
+    Pasted {
+        name: "continuation-compose",
+        files: &["pasted/continuation-compose.yaml"],
+        edits: &[],
+        expect: &[
+            ("PD005", &["continuation-compose.yaml:19:11", "continuation-compose.yaml:27:9!"]),
+            ("PD055", &["continuation-compose.yaml:31:26", "continuation-compose.yaml:32:11"]),
+        ],
+        fixed: &[("pasted/continuation-compose.yaml", "pasted/continuation-compose-clean.yaml")],
+    },
+    Pasted { name: "continuation-compose-clean", files: &["pasted/continuation-compose-clean.yaml"], edits: &[], expect: &[], fixed: &[] },
+    // Blanks after the `\` on a SLURM job's srun line of the second prefill node.
+    Pasted {
+        name: "continuation-slurm",
+        files: &["slurm-deepseek.sbatch"],
+        edits: &[("slurm-deepseek.sbatch", "--nnodes 2 --node-rank 1 \\\n    --tp-size 16 --attn-dp-size 8 --moe-a2a-backend deepep --deepep-mode normal", "--nnodes 2 --node-rank 1 \\  \n    --tp-size 16 --attn-dp-size 8 --moe-a2a-backend deepep --deepep-mode normal", 1)],
+        // The node loses its TP and DeepEP settings: PD046 compares it with node 0 as it runs.
+        expect: &[
+            ("PD024", &["slurm-deepseek.sbatch:23:68"]),
+            ("PD055", &["slurm-deepseek.sbatch:23:68", "slurm-deepseek.sbatch:24:5"]),
+            ("PD046", &["slurm-deepseek.sbatch:20:5", "slurm-deepseek.sbatch:21:42!", "slurm-deepseek.sbatch:21:42!", "slurm-deepseek.sbatch:21:42!", "slurm-deepseek.sbatch:21:42!"]),
+        ],
+        fixed: &[("slurm-deepseek.sbatch", "slurm-deepseek.sbatch")],
+    },
+    // A comment line inside a RoleBasedGroup's `sh -c` block.
+    Pasted {
+        name: "continuation-k8s",
+        files: &["rbg-deepseek.yaml"],
+        edits: &[("rbg-deepseek.yaml", "                    --page-size 64 \\\n                    --mem-fraction-static 0.8 --max", "                    --page-size 64 \\\n                    # as the prefill\n                    --mem-fraction-static 0.8 --max", 1)],
+        expect: &[("PD055", &["rbg-deepseek.yaml:74:21", "rbg-deepseek.yaml:75:21"])],
+        fixed: &[],
+    },
+    // Files given together, one side each and no router: one deployment, the model paths compared
+    // (an FP8 checkpoint against BF16 weights), and the cross-side checks run.
+    Pasted {
+        name: "pair-docs",
+        files: &["pasted/pair-prefill.sh", "pasted/pair-decode.sh"],
+        edits: &[],
+        expect: &[
+            ("PD001", &["pair-prefill.sh:7:3", "pair-decode.sh:3:1!"]),
+            ("PD056", &["pair-prefill.sh:4:3", "pair-decode.sh:4:3"]),
+        ],
+        fixed: &[],
+    },
+    // The decode's path is the Hugging Face cache folder of the prefill's model: one model.
+    Pasted { name: "pair-docs-clean", files: &["pasted/pair-prefill.sh", "pasted/pair-decode-clean.sh"], edits: &[], expect: &[], fixed: &[] },
+    // Two SLURM jobs: another checkpoint of one geometry, and another transfer backend.
+    Pasted {
+        name: "pair-slurm",
+        files: &["pasted/pair-prefill.sbatch", "pasted/pair-decode.sbatch"],
+        edits: &[],
+        expect: &[
+            ("PD005", &["pair-prefill.sbatch:7:35", "pair-decode.sbatch:6:34"]),
+            ("PD056", &["pair-prefill.sbatch:6:38", "pair-decode.sbatch:5:38"]),
+        ],
+        fixed: &[],
+    },
+    Pasted { name: "pair-slurm-clean", files: &["pasted/pair-prefill.sbatch", "pasted/pair-decode-clean.sbatch"], edits: &[], expect: &[], fixed: &[] },
+    // Two Kubernetes Deployments: a local copy and its Hugging Face id are one model; the KV dtype
+    // is compared across the files.
+    Pasted {
+        name: "pair-k8s",
+        files: &["pasted/pair-prefill.yaml", "pasted/pair-decode.yaml"],
+        edits: &[],
+        expect: &[("PD002", &["pair-prefill.yaml:22:15", "pair-decode.yaml:17:21!"])],
+        fixed: &[],
+    },
+    Pasted { name: "pair-k8s-clean", files: &["pasted/pair-prefill.yaml", "pasted/pair-decode-clean.yaml"], edits: &[], expect: &[], fixed: &[] },
+    // One command per machine with `--host ${local_ip}`, as the PD guide writes a 2P2D DeepSeek:
+    // the four nodes share no GPU (a note says what sharing one would break); the guide's
+    // deprecated DP-attention switch is all there is to warn about.
+    Pasted {
+        name: "per-node-docs",
+        files: &["pasted/per-node-docs.sh"],
+        edits: &[],
+        expect: &[
+            ("PD026", &["per-node-docs.sh:5:291"]),
+            ("PD026", &["per-node-docs.sh:7:291"]),
+            ("PD026", &["per-node-docs.sh:9:289"]),
+            ("PD026", &["per-node-docs.sh:11:289"]),
+        ],
+        fixed: &[],
+    },
+    // One script that starts both in the background on its machine: they share GPUs 0-1.
+    Pasted {
+        name: "per-node-one-machine",
+        files: &["pasted/per-node-one-machine.sh"],
+        edits: &[],
+        expect: &[("PD020", &["per-node-one-machine.sh:4:1", "per-node-one-machine.sh:5:1"])],
+        fixed: &[],
+    },
+    // A value SGLang reads with `json.loads`, written with Python's quotes, and as JSON.
+    Pasted {
+        name: "json-value",
+        files: &["pasted/continuation-docs-clean.sh"],
+        edits: &[("pasted/continuation-docs-clean.sh", "  --base-gpu-id 4 \\\n", "  --base-gpu-id 4 \\\n  --default-chat-template-kwargs \"{'enable_thinking': False}\" \\\n", 1)],
+        expect: &[("PD024", &["continuation-docs-clean.sh:18:3"])],
+        fixed: &[],
+    },
+    Pasted {
+        name: "json-value-clean",
+        files: &["pasted/continuation-docs-clean.sh"],
+        edits: &[("pasted/continuation-docs-clean.sh", "  --base-gpu-id 4 \\\n", "  --base-gpu-id 4 \\\n  --default-chat-template-kwargs '{\"enable_thinking\": false}' \\\n", 1)],
+        expect: &[],
+        fixed: &[],
+    },
+];
+
+#[test]
+fn per_node_scripts_reconstruct_to_a_clean_deployment() {
+    let p = PASTED.iter().find(|p| p.name == "per-node-docs").unwrap();
+    let l = lint::lint(&pasted_inputs(p), &Options::default());
+    let notes: Vec<&str> =
+        l.findings.iter().filter(|f| f.finding.code == "PD020").map(|f| f.finding.message.as_str()).collect();
+    assert!(notes.len() == 3 && notes.iter().all(|m| m.starts_with("if these run on one machine")), "{notes:?}");
+    let r = lint::reconstruct::deployment(&l, 0).unwrap();
+    let hosts: Vec<&str> = r
+        .deployment
+        .prefill
+        .instances
+        .iter()
+        .chain(&r.deployment.decode.instances)
+        .flat_map(|i| &i.nodes)
+        .map(|n| n.host.as_str())
+        .collect();
+    assert_eq!(hosts, ["machine-1", "machine-2", "machine-3", "machine-4"]);
+    let report = pdlaunch_core::rules::check(&r.deployment);
+    let errors: Vec<_> = report.findings.iter().filter(|f| f.severity != Severity::Note).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
+#[test]
+fn files_given_together_are_one_deployment() {
+    for p in PASTED.iter().filter(|p| p.name.starts_with("pair-")) {
+        let l = lint::lint(&pasted_inputs(p), &Options::default());
+        assert_eq!(l.groups.len(), 1, "{}: {:?}", p.name, l.groups.iter().map(|g| &g.name).collect::<Vec<_>>());
+        assert_eq!(l.groups[0].servers.len(), 2, "{}", p.name);
+    }
+}
+
+/// Errors and warnings as (code, places as `file:line:column`, `!` where the flag is missing).
+fn summary_at_columns(l: &lint::Linted) -> Vec<(String, Vec<String>)> {
+    l.findings
+        .iter()
+        .filter(|f| f.finding.severity != Severity::Note)
+        .map(|f| {
+            let places = f
+                .places
+                .iter()
+                .map(|p| {
+                    let base = p.file.rsplit('/').next().unwrap_or(&p.file);
+                    format!("{base}:{}:{}{}", p.line, p.column, if p.missing { "!" } else { "" })
+                })
+                .collect();
+            (f.finding.code.to_owned(), places)
+        })
+        .collect()
+}
+
+fn pasted_inputs(p: &Pasted) -> Vec<Input> {
+    p.files
+        .iter()
+        .map(|f| {
+            let mut text = read(f);
+            for (file, from, to, n) in p.edits {
+                if file == f {
+                    assert_eq!(text.matches(from).count(), *n, "{}: `{from}` in {f}", p.name);
+                    text = text.replace(from, to);
+                }
+            }
+            Input::new(*f, text)
+        })
+        .collect()
+}
+
+#[test]
+fn pasted_material_gives_exactly_its_findings_and_fixes_to_its_clean_twin() {
+    let mut failures = Vec::new();
+    for p in PASTED {
+        let inputs = pasted_inputs(p);
+        let l = lint::lint(&inputs, &Options::default());
+        let got = summary_at_columns(&l);
+        let want: Vec<(String, Vec<String>)> =
+            p.expect.iter().map(|(c, s)| ((*c).to_owned(), s.iter().map(|s| (*s).to_owned()).collect())).collect();
+        if got != want {
+            failures.push(format!("{}:\n  want {want:?}\n  got  {got:?}", p.name));
+        }
+        let fixed = lint::edit::fix_all(&inputs, &Options::default());
+        let after: Vec<Input> = inputs
+            .iter()
+            .map(|i| {
+                fixed.iter().find(|f| f.name == i.name).map_or_else(|| i.clone(), |f| Input::new(&i.name, &f.after))
+            })
+            .collect();
+        let left = lint::lint(&after, &Options::default());
+        if let Some(f) = left.findings.iter().find(|f| f.finding.code == "PD055") {
+            failures.push(format!("{}: --fix leaves {}", p.name, f.finding.message));
+        }
+        for (file, twin) in p.fixed {
+            let after = fixed.iter().find(|f| f.name == *file).map(|f| f.after.clone());
+            if after.as_deref() != Some(read(twin).as_str()) {
+                failures.push(format!("{}: --fix of {file} is not {twin}:\n{}", p.name, after.unwrap_or_default()));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

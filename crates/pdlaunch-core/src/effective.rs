@@ -35,6 +35,10 @@ pub struct ServerView {
     /// The pod the process runs in, when the linter knows its name and `host` may name more than
     /// it (a Service that reaches the pods of several groups): see [`ServerView::machine`].
     pub pod: Option<String>,
+    /// The machine a process whose host is a per-machine placeholder (`--host ${HOST_IP}`) runs
+    /// on, as far as the material says: processes one script starts side by side share one; the
+    /// nodes of one server, or commands written one per machine, do not.
+    pub placeholder_machine: Option<String>,
     /// GPUs used on the host, as (first index, count), when known.
     pub gpus: Option<(u32, u32)>,
     /// Instance index and node rank within its side, when known.
@@ -151,6 +155,7 @@ impl ServerView {
             label,
             host,
             pod: None,
+            placeholder_machine: None,
             gpus: None,
             instance: 0,
             node: 0,
@@ -167,7 +172,7 @@ impl ServerView {
     /// The machine the process binds its ports and uses its GPUs on: its pod when known (pods
     /// have their own network and GPUs, whatever address reaches them), else its host.
     pub fn machine(&self) -> &str {
-        self.pod.as_deref().unwrap_or(&self.host)
+        self.pod.as_deref().or(self.placeholder_machine.as_deref()).unwrap_or(&self.host)
     }
 
     fn sizes(&self) -> &Sizes {

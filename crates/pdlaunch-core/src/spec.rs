@@ -577,6 +577,9 @@ fn type_accepts(ty: &str, v: &str) -> bool {
         "int" => v.parse::<i64>().is_ok(),
         "float" => crate::float::parse(v).is_some(),
         "human_readable_int" => parse_human_int(v).is_some(),
+        // `json.loads` and SGLang's `json_list_type` (`orjson.loads`): any JSON text, which
+        // argparse rejects otherwise (`invalid loads value`, `Invalid JSON list`).
+        "loads" | "json_list_type" => serde_json::from_str::<serde::de::IgnoredAny>(v).is_ok(),
         _ => true,
     }
 }

@@ -48,7 +48,7 @@ pub struct FixedFile {
 /// Every edit the findings allow, without overlaps.
 pub fn edits(linted: &Linted) -> Vec<Edit> {
     let mut out: Vec<Edit> = Vec::new();
-    for f in &linted.findings {
+    for f in joins_first(linted) {
         let e = edits_for(f, linted);
         // All of a finding's edits, or none.
         if e.iter().all(|x| !out.iter().any(|o| overlaps(o, x))) {
@@ -57,6 +57,14 @@ pub fn edits(linted: &Linted) -> Vec<Edit> {
     }
     crate::sort::sort_by_key(&mut out, |e| (e.file, e.start, e.end));
     out
+}
+
+/// The findings, broken continuations (PD055) first: the other findings of a server whose
+/// arguments were cut off read what it gets without them, and their fixes would add flags at
+/// the break.
+fn joins_first(linted: &Linted) -> impl Iterator<Item = &LintFinding> {
+    let join = |f: &&LintFinding| f.finding.code == "PD055";
+    linted.findings.iter().filter(join).chain(linted.findings.iter().filter(move |f| !join(f)))
 }
 
 fn overlaps(a: &Edit, b: &Edit) -> bool {
@@ -105,7 +113,7 @@ pub fn fix_all(inputs: &[super::Input], opts: &super::Options) -> Vec<FixedFile>
     let mut seen: Vec<Vec<String>> = Vec::new();
     for _ in 0..64 {
         let linted = super::lint(&current, opts);
-        let next = linted.findings.iter().map(|f| edits_for(f, &linted)).find(|e| !e.is_empty());
+        let next = joins_first(&linted).map(|f| edits_for(f, &linted)).find(|e| !e.is_empty());
         let Some(edits) = next else { break };
         let texts: Vec<String> = current.iter().enumerate().map(|(i, inp)| apply(&inp.text, i, &edits)).collect();
         if seen.contains(&texts) {
@@ -182,17 +190,35 @@ fn edits_for(f: &LintFinding, linted: &Linted) -> Vec<Edit> {
         "PD041" => repeated(f, linted),
         "PD046" => node_args(f, group, files),
         "PD042" => server(0).and_then(|s| config_equals(s, files)),
+        "PD055" => continuations(f, group, linted),
         _ => None,
     };
     match result {
-        // Nodes started by one command give the same edit once each: keep one.
-        Some(e) if shared_ok(&e) => {
+        // Nodes started by one command give the same edit once each: keep one. Joining lines
+        // changes no word, so it moves no drift to another server.
+        Some(e) if f.finding.code == "PD055" || shared_ok(&e) => {
             let why = format!("{}: {}", f.finding.code, f.finding.message);
             let once = e.iter().enumerate().filter(|(i, x)| !e[..*i].contains(x));
             once.map(|(_, x)| Edit { why: why.clone(), ..x.clone() }).collect()
         }
         _ => Vec::new(),
     }
+}
+
+/// Joins the lines of every broken continuation of the command the finding names; all of them,
+/// or none.
+fn continuations(f: &LintFinding, group: &Group, linted: &Linted) -> Option<Vec<Edit>> {
+    let label = &f.finding.locations.first()?.process;
+    let launch = match label.as_str() {
+        "router" => group.router.as_ref()?.launch,
+        l => group.server(l)?.launch,
+    };
+    let why = format!("{}: {}", f.finding.code, f.finding.message);
+    let mut out = Vec::new();
+    for b in &linted.launches[launch].breaks {
+        out.extend(super::continuation::fix(b, &linted.files, &why)?);
+    }
+    Some(out)
 }
 
 /// Gives the other nodes of a multi-node server the values of node 0 (the finding's first

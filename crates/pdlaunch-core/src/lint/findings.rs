@@ -32,6 +32,7 @@ pub(super) fn run_rules(group: &mut Group) -> Vec<Finding> {
         dropped: Vec::new(),
     };
     let mut findings = rules::run(&ctx);
+    findings.extend(if_one_machine(&ctx, &findings));
     for f in &mut findings {
         if let Cow::Owned(m) = terms::in_flag_terms(&f.message) {
             f.message = m;
@@ -48,6 +49,56 @@ pub(super) fn run_rules(group: &mut Group) -> Vec<Finding> {
         r.view = v;
     }
     findings
+}
+
+/// The port and GPU collisions (PD019, PD020) of servers whose equal host is a per-machine
+/// placeholder, were they on one machine, as notes that say what they assume: the material does
+/// not say that they share one.
+fn if_one_machine(ctx: &Context, found: &[Finding]) -> Vec<Finding> {
+    if ctx.servers.iter().all(|s| s.placeholder_machine.is_none()) {
+        return Vec::new();
+    }
+    let together = Context {
+        servers: ctx
+            .servers
+            .iter()
+            .map(|s| {
+                let mut s = s.clone();
+                s.placeholder_machine = None;
+                s
+            })
+            .collect(),
+        router: ctx.router.clone(),
+        model: ctx.model.clone(),
+        release: ctx.release,
+        deployment: None,
+        dropped: Vec::new(),
+    };
+    let mut out = Vec::new();
+    for rule in rules::RULES.iter().filter(|r| matches!(r.code, "PD019" | "PD020")) {
+        let rules::Check::Deployment(check) = rule.check else { continue };
+        for mut f in check(&together) {
+            let same = |g: &Finding| g.code == f.code && g.locations == f.locations;
+            if found.iter().any(same) || out.iter().any(same) {
+                continue;
+            }
+            let host = f
+                .locations
+                .first()
+                .and_then(|l| ctx.servers.iter().find(|s| s.label == l.process))
+                .map(|s| s.host.clone())
+                .unwrap_or_default();
+            f.message = format!(
+                "if these run on one machine (`{host}` is a placeholder each machine fills in; the material does \
+                 not say they share one): {}",
+                f.message
+            );
+            f.severity = rules::Severity::Note;
+            f.sglang_error = None;
+            out.push(f);
+        }
+    }
+    out
 }
 
 fn placeholder_router(release: RouterRelease) -> RouterView {
@@ -80,7 +131,12 @@ pub(super) fn lint_group(
         release: group.release,
         version: group.version.as_deref(),
         servers: group.servers.iter().map(|s| s.written(launches)).collect(),
-        router: group.router.as_ref().map(|r| WrittenRouter { view: &r.view, words: &r.words, misses: &r.misses }),
+        router: group.router.as_ref().map(|r| WrittenRouter {
+            view: &r.view,
+            words: &r.words,
+            misses: &r.misses,
+            breaks: &launches[r.launch].breaks,
+        }),
         services,
         unknown: &unknown,
     };

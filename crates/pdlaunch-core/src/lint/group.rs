@@ -119,6 +119,7 @@ pub(super) fn build_groups(
             }
         }
     }
+    pair_lone_sides(&mut groups, &servers, launches);
     let preset = opts.model_preset.as_deref().and_then(crate::model::preset);
     let mut out = Vec::new();
     let mut routers: Vec<Option<RouterEntryInfo>> = routers.into_iter().map(Some).collect();
@@ -184,11 +185,85 @@ pub(super) fn build_groups(
                 e.view.host = launches[e.launch].machine.clone().unwrap_or_default();
             }
         }
+        assign_placeholder_machines(&mut entries, launches, files);
         let name = group_name(&entries, router.as_ref(), launches, files);
         let version = version.clone();
         out.push(Group { name, release, version, router_release, model, preset: found, servers: entries, router });
     }
     out
+}
+
+/// The machines of the servers whose host is a per-machine placeholder (`--host ${HOST_IP}`,
+/// `$(hostname -i)`): docs write one command per machine with one such host, so equal text says
+/// nothing about sharing one. Only the script says so: the commands it starts one after another
+/// in the background run side by side on its machine. A command that runs in the foreground
+/// ends its machine's run (the next command is for another machine, or another terminal), and
+/// the nodes of one server, or the copies of one command on several nodes, are never on one.
+fn assign_placeholder_machines(entries: &mut [ServerEntry], launches: &[Launch], files: &[SourceFile]) {
+    let placeholder = |e: &ServerEntry| {
+        let l = &launches[e.launch];
+        !l.isolated && l.machine.is_none() && e.view.explicit("host").is_some_and(|h| h.contains(['$', '`']))
+    };
+    let mut order: Vec<usize> = (0..entries.len()).filter(|&i| placeholder(&entries[i])).collect();
+    crate::sort::sort_by_key(&mut order, |&i| entries[i].launch);
+    /// The machine being filled for one file and host: its number, whether the script went on
+    /// past the last command, and its members (role, instance, node, command offset).
+    struct Run {
+        key: (usize, String),
+        number: usize,
+        open: bool,
+        members: Vec<(Option<Role>, usize, usize, usize)>,
+    }
+    let mut runs: Vec<Run> = Vec::new();
+    for i in order {
+        let l = &launches[entries[i].launch];
+        let host = entries[i].view.host.clone();
+        let me = (entries[i].role(), entries[i].view.instance, entries[i].view.node, l.at);
+        let key = (l.file, host.clone());
+        let k = match runs.iter().position(|r| r.key == key) {
+            Some(k) => k,
+            None => {
+                runs.push(Run { key, number: 0, open: true, members: Vec::new() });
+                runs.len() - 1
+            }
+        };
+        let run = &mut runs[k];
+        let apart = run.members.iter().any(|m| (m.0 == me.0 && m.1 == me.1 && m.2 != me.2) || m.3 == me.3);
+        if !run.open || apart {
+            run.number += 1;
+            run.members.clear();
+        }
+        run.members.push(me);
+        run.open = l.background;
+        entries[i].view.placeholder_machine =
+            Some(format!("{host} (machine {} of {})", run.number + 1, base_name(&files[l.file].name)));
+    }
+}
+
+/// Material whose only deployments without a router are one of prefill servers and one of
+/// decode servers (`pdlaunch lint prefill.sh decode.sh`) is one deployment, whatever their model
+/// paths say: the cross-side checks then run, and PD056 compares the paths.
+fn pair_lone_sides(groups: &mut [Members], servers: &[Pre], launches: &[Launch]) {
+    let role_of = |s: usize| servers[s].view.role.or_else(|| role_hint(&launches[servers[s].launch].hints));
+    let lone: Vec<usize> =
+        (0..groups.len()).filter(|&g| groups[g].router.is_none() && !groups[g].servers.is_empty()).collect();
+    let [a, b] = lone[..] else { return };
+    // One side each, and no recipe's (a recipe is a deployment of its own).
+    let side = |g: usize| -> Option<Role> {
+        let members = &groups[g].servers;
+        if members.iter().any(|&s| launches[servers[s].launch].scope.is_some()) {
+            return None;
+        }
+        let first = role_of(members[0])?;
+        members.iter().all(|&s| role_of(s) == Some(first)).then_some(first)
+    };
+    match (side(a), side(b)) {
+        (Some(x), Some(y)) if x != y => {
+            let moved = std::mem::take(&mut groups[b].servers);
+            groups[a].servers.extend(moved);
+        }
+        _ => {}
+    }
 }
 
 /// The model facts of a built-in model, read from its `config.json` once.

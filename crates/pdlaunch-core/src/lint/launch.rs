@@ -5,10 +5,11 @@
 
 use std::sync::Arc;
 
+use super::continuation;
 use super::shell::{Lexer, VarValue, Vars};
 use crate::deployment::Gpu;
 use crate::read::source::{SrcMap, Word};
-pub use crate::rules::material::{NamedPort, PodMeta, Service, ServicePort, SrunSameRank, Target};
+pub use crate::rules::material::{Break, BreakKind, NamedPort, PodMeta, Service, ServicePort, SrunSameRank, Target};
 
 /// Which program a launch starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -65,6 +66,11 @@ pub struct Launch {
     pub kubernetes: Option<Arc<crate::deployment::Kubernetes>>,
     /// The labels and annotations of the pod the process runs in, when a manifest gives any.
     pub meta: Option<Arc<PodMeta>>,
+    /// Where its command's line continuation breaks, and the words that never reach it.
+    pub breaks: Vec<Break>,
+    /// True when its script starts it in the background (`... &`) and goes on: what the script
+    /// starts next runs beside it, on the same machine.
+    pub background: bool,
 }
 
 /// A whole deployment's material: one recipe, or one variant of a recipe with overrides.
@@ -286,10 +292,18 @@ pub fn scan_shell(
         return;
     }
     let mut lx = Lexer::new(text, map, file, nested);
+    // The launches the command read last started, while its continuation may have broken.
+    let mut open: Option<Open> = None;
     // The words are read where the lexer holds them; only a launch's arguments, or a word that
     // may be a shell string holding one, are copied out.
     while lx.read_command(vars) {
         let n = lx.len();
+        if let Some(o) = open.take() {
+            if let Some(next) = broken_continuation(&mut lx, text, o, out) {
+                open = Some(next);
+                continue;
+            }
+        }
         let mut first = 0;
         // All keywords and enders are short: longer words skip the comparisons.
         while first < n && lx.text(first).len() <= 5 && KEYWORDS.contains(&lx.text(first)) && lx.eq(first).is_none() {
@@ -350,9 +364,14 @@ pub fn scan_shell(
                         let mut launch = new_launch(around, (program, entry), (python, file, at), args, env);
                         let (nodes, machine) = srun_step((w0..prog).map(|k| lx.text(k)), vars);
                         launch.machine = machine;
+                        launch.background = lx.background();
+                        let before = out.len();
                         match nodes {
                             Some(nodes) => push_per_node(vec![launch], nodes, out),
                             None => out.push(launch),
+                        }
+                        if lx.heredocs().is_empty() {
+                            open = Some(Open::after(&lx, text, before..out.len()));
                         }
                     }
                     None => {
@@ -383,6 +402,74 @@ pub fn scan_shell(
             }
         }
     }
+    // A continuation at the end of a script of its own (not of a shell string in an outer layer).
+    if let Some(o) = open.filter(|_| !nested) {
+        if let Some(end) = text.get(o.from..).and_then(continuation::ends_text) {
+            let at = o.from + text[o.from..].find('\\').unwrap_or(0);
+            let b = Break {
+                kind: BreakKind::EndOfText,
+                file,
+                at: map.at(at),
+                lost: Vec::new(),
+                gap: (map.at(o.from), map.at(o.from + end)),
+                gap_text: text[o.from..o.from + end].to_owned(),
+                command_at: map.at(o.command_at),
+            };
+            for l in &mut out[o.launches] {
+                l.breaks.push(b.clone());
+            }
+        }
+    }
+}
+
+/// The launches a command started, and where its text ends, while the next command may show
+/// that its continuation broke.
+struct Open {
+    launches: std::ops::Range<usize>,
+    /// Text offset where the command's last word ends (where a `\ ` escaping a blank starts).
+    from: usize,
+    /// Text offset of the command's first word.
+    command_at: usize,
+}
+
+impl Open {
+    /// After the command just read, which started `launches`.
+    fn after(lx: &Lexer<'_>, text: &str, launches: std::ops::Range<usize>) -> Open {
+        let (command_at, last_at, last_end) = lx.span();
+        // `\ ` escapes a blank, which is then the command's last word.
+        let escaped_blank = !lx.is_empty()
+            && text.as_bytes().get(last_at) == Some(&b'\\')
+            && lx.text(lx.len() - 1).bytes().all(|b| b == b' ' || b == b'\t');
+        Open { launches, from: if escaped_blank { last_at } else { last_end }, command_at }
+    }
+}
+
+/// When the command just read starts with a flag and what separates it from the launches of
+/// `open` is a continuation that broke: records the break on those launches, with the command's
+/// words as the arguments they never get, and gives what stays open for the next command (a
+/// second break after this one loses its words too).
+fn broken_continuation(lx: &mut Lexer<'_>, text: &str, open: Open, out: &mut [Launch]) -> Option<Open> {
+    let (first_at, _, last_end) = lx.span();
+    let flag = !lx.is_empty() && lx.eq(0).is_none() && lx.text(0).len() > 1 && lx.text(0).starts_with('-');
+    if !flag || !lx.heredocs().is_empty() || first_at < open.from {
+        return None;
+    }
+    let gap = text.get(open.from..first_at)?;
+    let (kind, at) = continuation::classify(gap)?;
+    let lost: Vec<Word> = (0..lx.len()).map(|i| lx.take_word(i)).collect();
+    let b = Break {
+        kind,
+        file: lost[0].file,
+        at: lx.source_at(open.from + at),
+        lost,
+        gap: (lx.source_at(open.from), lx.source_at(first_at)),
+        gap_text: gap.to_owned(),
+        command_at: lx.source_at(open.command_at),
+    };
+    for l in &mut out[open.launches.clone()] {
+        l.breaks.push(b.clone());
+    }
+    Some(Open { launches: open.launches, from: last_end, command_at: open.command_at })
 }
 
 /// Looks for shell strings that hold a launch (`bash -c "…"`) among a command's words that
@@ -480,6 +567,8 @@ fn new_launch(
         scope: None,
         kubernetes: around.kubernetes.clone(),
         meta: around.meta.clone(),
+        breaks: Vec::new(),
+        background: false,
     }
 }
 
@@ -574,8 +663,8 @@ impl<'w> SrunStep<'w> {
         ((2..=MAX_SRUN_NODES).contains(&n) && one_task_per_node).then_some(n)
     }
 
-    /// The one node the step runs on, when it names one literally and spans one node. A list, a
-    /// range (`node[1-2]`) or a variable names no single machine here. A step that asks for GPUs
+    /// The one node the step runs on, when it names one (a name, or one variable) and spans one
+    /// node. A list or a range (`node[1-2]`) names no single machine here. A step that asks for GPUs
     /// of its own is given them by Slurm through `CUDA_VISIBLE_DEVICES`, so its GPU indices are
     /// not the node's: `None` too, as the GPU check would compare indices that do not name the
     /// same devices.
@@ -584,8 +673,14 @@ impl<'w> SrunStep<'w> {
             return None;
         }
         let name = self.nodelist?;
-        let single =
-            !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
+        // A variable the script sets once (`-w "$node_0"`) names one node too, the same one for
+        // every step that names it.
+        let name_byte = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_');
+        let variable = name.strip_prefix('$').map(|v| v.trim_start_matches('{').trim_end_matches('}'));
+        let single = match variable {
+            Some(v) => !v.is_empty() && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'),
+            None => !name.is_empty() && name.bytes().all(name_byte),
+        };
         single.then(|| name.to_owned())
     }
 }

@@ -9,6 +9,7 @@
 //! deployment a group amounts to. The CLI prints and writes; the web app can run it on pasted text.
 
 pub mod config;
+mod continuation;
 mod dynamo;
 pub mod edit;
 mod findings;
@@ -160,6 +161,7 @@ impl ServerEntry {
             isolated: l.isolated,
             meta: l.meta.as_deref(),
             srun_same_rank: l.srun_same_rank.as_ref(),
+            breaks: &l.breaks,
         }
     }
 }

@@ -1119,3 +1119,216 @@ fn numeric_edge_values_never_panic() {
     assert!(failed.is_empty(), "{} of {runs} scripts panicked: {}", failed.len(), failed.join("; "));
     eprintln!("numeric edge values: {runs} scripts linted, no panic");
 }
+
+/// The ways a continued line of a command can lose its continuation (PD055), as the line's new
+/// ending: the `\` at its end is replaced by this text.
+const BREAKS: &[(&str, crate::rules::material::BreakKind)] = {
+    use crate::rules::material::BreakKind::*;
+    &[
+        ("\\  ", BlankAfterBackslash),
+        ("\\   # a note", CommentAfterBackslash),
+        (" # a note \\", CommentEndsLine),
+        ("", NoBackslash),
+        ("\\\n    # a note", CommentLine),
+        ("\\\n", BlankLine),
+    ]
+};
+
+/// `broken_continuations_are_found_and_joined`: in any rendered script, a continuation broken in
+/// any of the ways bash ends a command is reported once (PD055) at the broken line, with the
+/// arguments of the next line first among those lost; the server is read with the arguments
+/// before the break only; and `--fix` joins the lines so that every server gets its whole
+/// argv again.
+#[test]
+fn broken_continuations_are_found_and_joined() {
+    let n = cases(150);
+    let mut runner = TestRunner::new(Config { cases: n, failure_persistence: None, ..Config::default() });
+    let strategy = (deployment(), any::<prop::sample::Index>(), any::<prop::sample::Index>(), 0..BREAKS.len());
+    runner
+        .run(&strategy, |(d, file, line, how)| {
+            let plan = crate::plan::plan(&d);
+            let files = crate::render::render_shell(&plan);
+            let inputs: Vec<Input> = files.iter().map(|f| Input::new(f.name.clone(), f.contents.clone())).collect();
+            let opts = Options {
+                release: Some(d.sglang_version),
+                router_release: Some(d.router_version),
+                ..Options::default()
+            };
+            let tokens = |l: &Linted| -> Vec<Vec<String>> {
+                let mut v: Vec<Vec<String>> =
+                    l.groups.iter().flat_map(|g| &g.servers).map(|s| s.view.tokens.clone()).collect();
+                v.extend(l.groups.iter().filter_map(|g| g.router.as_ref()).map(|r| r.view.tokens.clone()));
+                v
+            };
+            let fixed_all = |files: &[Input]| -> Vec<Input> {
+                let fixed = edit::fix_all(files, &opts);
+                files
+                    .iter()
+                    .map(|i| {
+                        fixed
+                            .iter()
+                            .find(|x| x.name == i.name)
+                            .map_or_else(|| i.clone(), |x| Input::new(&i.name, &x.after))
+                    })
+                    .collect()
+            };
+            // What the servers get once every fix is made, which `--fix` of the broken scripts must give too.
+            let whole = tokens(&lint(&fixed_all(&inputs), &opts));
+            // A continued line of one of the files, and the line after it.
+            let f = file.index(inputs.len());
+            let lines: Vec<&str> = inputs[f].text.split('\n').collect();
+            let continued: Vec<usize> = (0..lines.len().saturating_sub(1))
+                .filter(|&i| lines[i].ends_with(" \\") && lines[i + 1].trim_start().starts_with("--"))
+                .collect();
+            if continued.is_empty() {
+                return Ok(());
+            }
+            let at = continued[line.index(continued.len())];
+            let (ending, kind) = BREAKS[how];
+            let mut broken = inputs.clone();
+            let mut text: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
+            text[at] = [&lines[at][..lines[at].len() - 1], ending].concat();
+            broken[f].text = text.join("\n");
+            let linted = lint(&broken, &opts);
+            let found: Vec<&LintFinding> = linted.findings.iter().filter(|x| x.finding.code == "PD055").collect();
+            prop_assert_eq!(found.len(), 1, "{:?}\n{}", found, broken[f].text);
+            let (got, b) = (&found[0], linted.launches.iter().flat_map(|l| &l.breaks).next().unwrap());
+            prop_assert_eq!(b.kind, kind);
+            let break_line = if matches!(
+                kind,
+                crate::rules::material::BreakKind::CommentLine | crate::rules::material::BreakKind::BlankLine
+            ) {
+                at + 2
+            } else {
+                at + 1
+            };
+            prop_assert_eq!(got.places[0].line as usize, break_line, "{}", got.finding.message);
+            let next = lines[at + 1].split_whitespace().next().unwrap_or_default();
+            prop_assert_eq!(b.lost.first().map(|w| w.text.as_str()), Some(next));
+            prop_assert_ne!(
+                tokens(&linted),
+                tokens(&lint(&inputs, &opts)),
+                "the server is read without the lost arguments"
+            );
+            let after = fixed_all(&broken);
+            let again = lint(&after, &opts);
+            prop_assert!(again.findings.iter().all(|x| x.finding.code != "PD055"), "{}", after[f].text);
+            same_text(&tokens(&again).concat().join(" "), &whole.concat().join(" "), &after[f].text)?;
+            Ok(())
+        })
+        .unwrap();
+    eprintln!("broken continuations: {n} generated scripts broken, found and joined");
+}
+
+/// `files_given_together_pair_up`: the servers' scripts of any rendered deployment, without the
+/// router's, are one deployment, even when every decode loads another checkpoint, which PD056
+/// then reports once; a decode that loads a local copy named like the prefill's model is the
+/// same model and gives no PD056.
+#[test]
+fn files_given_together_pair_up() {
+    let n = cases(150);
+    let mut runner = TestRunner::new(Config { cases: n, failure_persistence: None, ..Config::default() });
+    runner
+        .run(&(deployment(), any::<bool>()), |(d, other)| {
+            let plan = crate::plan::plan(&d);
+            let files = crate::render::render_shell(&plan);
+            let model = &d.model.path;
+            let name = model.trim_end_matches('/').rsplit('/').next().unwrap_or(model);
+            if name.is_empty() {
+                // A path that names no folder (`/`) has no local copy named like it.
+                return Ok(());
+            }
+            let local = ["/models/", name].concat();
+            let decode_path = if other { [model.as_str(), "-FP8"].concat() } else { local };
+            let inputs: Vec<Input> = files
+                .iter()
+                .filter(|f| !f.name.starts_with("router"))
+                .map(|f| {
+                    let text = if f.name.starts_with("decode") {
+                        f.contents.replace(
+                            &format!("--model-path {}", crate::render::quote(model)),
+                            &format!("--model-path {}", crate::render::quote(&decode_path)),
+                        )
+                    } else {
+                        f.contents.clone()
+                    };
+                    Input::new(f.name.clone(), text)
+                })
+                .collect();
+            let opts = Options {
+                release: Some(d.sglang_version),
+                router_release: Some(d.router_version),
+                ..Options::default()
+            };
+            let linted = lint(&inputs, &opts);
+            prop_assert_eq!(linted.groups.len(), 1, "{:?}", linted.groups.iter().map(|g| &g.name).collect::<Vec<_>>());
+            let found = linted.findings.iter().filter(|f| f.finding.code == "PD056").count();
+            prop_assert_eq!(
+                found,
+                usize::from(other),
+                "{:?}",
+                linted.findings.iter().map(|f| &f.finding.message).collect::<Vec<_>>()
+            );
+            Ok(())
+        })
+        .unwrap();
+    eprintln!("files given together: {n} generated deployments' server scripts paired");
+}
+
+/// `placeholder_hosts_are_per_machine`: the per-process scripts of any rendered deployment, each
+/// server's `--host` (and its rendezvous host) replaced by one placeholder that every machine
+/// fills in (`${HOST_IP}`), as docs write one command per machine, give no port or GPU error
+/// (PD019, PD020): equal placeholder text is not one machine.
+#[test]
+fn placeholder_hosts_are_per_machine() {
+    let n = cases(100);
+    let mut runner = TestRunner::new(Config { cases: n, failure_persistence: None, ..Config::default() });
+    // Cases where the placeholder read as one machine would collide: the ones the test is about.
+    let told = std::cell::Cell::new(0u32);
+    runner
+        .run(&deployment(), |d| {
+            let plan = crate::plan::plan(&d);
+            let files = crate::render::render_shell(&plan);
+            let hosts: Vec<String> = Role::BOTH
+                .into_iter()
+                .flat_map(|r| d.side(r).instances.iter().flat_map(|i| i.nodes.iter().map(|n| n.host.clone())))
+                .collect();
+            let inputs: Vec<Input> = files
+                .iter()
+                .filter(|f| !f.name.starts_with("router"))
+                .map(|f| {
+                    let mut text = f.contents.clone();
+                    for h in &hosts {
+                        text = text.replace(&format!("--host {}", crate::render::quote(h)), "--host ${HOST_IP}");
+                    }
+                    Input::new(f.name.clone(), text)
+                })
+                .collect();
+            let opts = Options {
+                release: Some(d.sglang_version),
+                router_release: Some(d.router_version),
+                ..Options::default()
+            };
+            let linted = lint(&inputs, &opts);
+            let wrong: Vec<&String> = linted
+                .findings
+                .iter()
+                .filter(|f| {
+                    matches!(f.finding.code, "PD019" | "PD020") && f.finding.severity != crate::rules::Severity::Note
+                })
+                .map(|f| &f.finding.message)
+                .collect();
+            // Only those the deployment itself has (its own literal hosts collide) may remain.
+            let own = crate::rules::check(&d).findings.iter().filter(|f| matches!(f.code, "PD019" | "PD020")).count();
+            prop_assert!(wrong.is_empty() || own > 0, "{:?}", wrong);
+            let note = |f: &&LintFinding| f.finding.message.starts_with("if these run on one machine");
+            told.set(told.get() + u32::from(linted.findings.iter().any(|f| note(&f))));
+            Ok(())
+        })
+        .unwrap();
+    eprintln!(
+        "placeholder hosts: {n} generated deployments' scripts with one `${{HOST_IP}}` linted, {} of them would collide on one machine",
+        told.get()
+    );
+    assert!(told.get() * 20 >= n, "too few cases where the placeholder matters: {} of {n}", told.get());
+}

@@ -421,6 +421,8 @@ fn scan_one(doc: &Node, file: usize, base: &Surroundings, scope: Scope, out: &mu
                     scope: scope.clone(),
                     kubernetes: None,
                     meta: None,
+                    breaks: Vec::new(),
+                    background: false,
                 });
             }
             if disaggregated {
@@ -477,6 +479,8 @@ fn router(
         scope,
         kubernetes: None,
         meta: None,
+        breaks: Vec::new(),
+        background: false,
     }
 }
 

@@ -208,6 +208,15 @@ impl<'a> Builder<'a> {
                 for n in 0..count {
                     let known =
                         nodes.iter().find(|s| s.view.node == n).map(|s| own_host(group, s)).filter(|h| !h.is_empty());
+                    if let Some(s) = nodes.iter().find(|s| s.view.node == n && split(group, s)) {
+                        notes.push(format!(
+                            "{} binds `{}`, a placeholder each machine fills in: its machine is `{}` here; set its \
+                             address as `host`",
+                            s.view.label,
+                            s.view.host,
+                            own_host(group, s)
+                        ));
+                    }
                     let host = known.unwrap_or_else(|| {
                         let placeholder = format!("{r}-{k}-node-{n}");
                         notes.push(format!("the address of {r} instance {k} node {n} is unknown: set its `host` (`{placeholder}` is a placeholder)"));
@@ -592,10 +601,33 @@ fn own_host(group: &Group, s: &super::ServerEntry) -> String {
     let shared = |pod: &String| {
         group.servers.iter().any(|o| o.view.pod.as_ref().is_some_and(|p| p != pod) && o.view.host == s.view.host)
     };
-    match &s.view.pod {
-        Some(pod) if shared(pod) => pod.clone(),
+    match (&s.view.pod, &s.view.placeholder_machine) {
+        (Some(pod), _) if shared(pod) => pod.clone(),
+        (_, Some(m)) if split(group, s) => machine_name(group, m),
         _ => s.view.host.clone(),
     }
+}
+
+/// True when the placeholder host of `s` is also the host of a server on another machine: it
+/// then names no machine, and the deployment names one for it.
+fn split(group: &Group, s: &super::ServerEntry) -> bool {
+    let m = s.view.placeholder_machine.as_deref();
+    m.is_some()
+        && group.servers.iter().any(|o| o.view.host == s.view.host && o.view.placeholder_machine.as_deref() != m)
+}
+
+/// The host a deployment gives the machine `m` of servers whose host is a per-machine placeholder
+/// (`${HOST_IP}`): `machine-<k>`, numbered in the order the group's servers name them, so that
+/// servers one script starts side by side keep one host and the others get their own.
+fn machine_name(group: &Group, m: &str) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for p in group.servers.iter().filter_map(|o| o.view.placeholder_machine.as_deref()) {
+        if !seen.contains(&p) {
+            seen.push(p);
+        }
+    }
+    let k = seen.iter().position(|p| *p == m).map_or(0, |k| k + 1);
+    format!("machine-{k}")
 }
 
 /// Makes a deployment's implicit, rendering-derived values explicit, and drops what command lines

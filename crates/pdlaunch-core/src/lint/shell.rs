@@ -153,6 +153,11 @@ pub struct Lexer<'a> {
     any_split: bool,
     /// Scratch for the pieces of a split word.
     pieces: Vec<Range<usize>>,
+    /// Where the command read last is in the text: where its first word starts, where its last
+    /// word (or redirection) starts, and where that ends.
+    span: (usize, usize, usize),
+    /// True when the command read last ends with a lone `&` (runs in the background).
+    background: bool,
 }
 
 /// Byte classes for the word loop, one table lookup per byte.
@@ -268,6 +273,8 @@ impl<'a> Lexer<'a> {
             maybe_blank: false,
             any_split: false,
             pieces: Vec::new(),
+            span: (0, 0, 0),
+            background: false,
         }
     }
 
@@ -299,6 +306,7 @@ impl<'a> Lexer<'a> {
         self.unknowns.clear();
         self.tables.clear();
         self.heredocs.clear();
+        self.background = false;
         loop {
             // Blanks and line continuations.
             while let Some(b) = self.peek(0) {
@@ -329,25 +337,36 @@ impl<'a> Lexer<'a> {
                     }
                 }
                 b';' | b'&' | b'|' | b'(' | b')' => {
+                    let op = self.pos;
                     self.pos += 1;
                     while self.peek(0).is_some_and(|c| matches!(c, b';' | b'&' | b'|')) {
                         self.pos += 1;
                     }
                     if !self.lexed.is_empty() {
+                        self.background = &self.s[op..self.pos] == b"&";
                         return true;
                     }
                 }
-                b'<' | b'>' => self.redirection(vars),
+                b'<' | b'>' => {
+                    let at = self.pos;
+                    self.redirection(vars);
+                    self.span = (self.span.0, at, self.pos);
+                }
                 b'0'..=b'9' if self.is_fd_redirect() => {
+                    let at = self.pos;
                     while self.peek(0).is_some_and(|c| c.is_ascii_digit()) {
                         self.pos += 1;
                     }
                     self.redirection(vars);
+                    self.span = (self.span.0, at, self.pos);
                 }
                 _ => {
+                    let (at, first) = (self.pos, self.lexed.is_empty());
                     if !self.plain_word() {
                         self.word(vars);
                     }
+                    let start = if first && !self.lexed.is_empty() { at } else { self.span.0 };
+                    self.span = (start, at, self.pos);
                 }
             }
         }
@@ -388,6 +407,22 @@ impl<'a> Lexer<'a> {
         });
         self.pos = end;
         true
+    }
+
+    /// Where the command read last is in the text (byte offsets, not source offsets): where its
+    /// first word starts, where its last word or redirection starts, and where that ends.
+    pub fn span(&self) -> (usize, usize, usize) {
+        self.span
+    }
+
+    /// True when the command read last ends with a lone `&`: the shell goes on while it runs.
+    pub fn background(&self) -> bool {
+        self.background
+    }
+
+    /// The source offset of byte `i` of the text.
+    pub fn source_at(&self, i: usize) -> usize {
+        self.map.at(i)
     }
 
     /// The number of words of the command read last.

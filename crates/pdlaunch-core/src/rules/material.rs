@@ -54,6 +54,8 @@ pub struct WrittenServer<'a> {
     pub meta: Option<&'a PodMeta>,
     /// Set when `srun --nodes=N` starts it with one node rank for every node.
     pub srun_same_rank: Option<&'a SrunSameRank>,
+    /// Where its command's line continuation breaks (PD055).
+    pub breaks: &'a [Break],
 }
 
 impl WrittenServer<'_> {
@@ -72,6 +74,8 @@ pub struct WrittenRouter<'a> {
     pub words: &'a [Word],
     /// With `--service-discovery`: what its selectors miss.
     pub misses: &'a [DiscoveryMiss],
+    /// Where its command's line continuation breaks (PD055).
+    pub breaks: &'a [Break],
 }
 
 impl<'a> Material<'a> {
@@ -291,6 +295,67 @@ pub struct SrunSameRank {
     /// The per-task variable (`$SLURM_NODEID`) that the script's shell expanded before srun ran,
     /// as written; `None` when the rank is literal.
     pub var: Option<String>,
+}
+
+/// A line continuation that does not continue: bash ends the command there and runs the next
+/// line as a command of its own, whose first word is a flag (`--page-size: command not found`).
+#[derive(Clone, Debug)]
+pub struct Break {
+    /// What breaks it.
+    pub kind: BreakKind,
+    /// The file, and the source offset of the break (the `\`, the comment, the blank line).
+    pub file: usize,
+    pub at: usize,
+    /// The words bash runs as other commands: they never reach the process. Empty when the
+    /// continuation ends the text.
+    pub lost: Vec<Word>,
+    /// The source range from the end of the command's last word to the first lost word (to the
+    /// end of the `\` when the continuation ends the text), and the shell text it reads as.
+    pub gap: (usize, usize),
+    pub gap_text: String,
+    /// The source offset of the command's first word.
+    pub command_at: usize,
+}
+
+/// What ends a continued command before its author meant it to end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BreakKind {
+    /// `\` followed by blanks: it escapes a blank, not the line break.
+    BlankAfterBackslash,
+    /// `\`, blanks and a comment: the `\` escapes a blank, the comment runs to the line's end.
+    CommentAfterBackslash,
+    /// A comment at the end of the line, which holds any `\` after it.
+    CommentEndsLine,
+    /// The line ends without `\`.
+    NoBackslash,
+    /// A comment line among the continued lines.
+    CommentLine,
+    /// A blank line among the continued lines.
+    BlankLine,
+    /// The last line ends in `\`: pasted into a terminal, the shell waits for more.
+    EndOfText,
+}
+
+impl BreakKind {
+    /// What breaks the continuation, for messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            BreakKind::BlankAfterBackslash => {
+                "the `\\` is followed by blanks, so it escapes a blank, not the line break"
+            }
+            BreakKind::CommentAfterBackslash => {
+                "the `\\` is followed by blanks and a comment, so it escapes a blank, not the line break"
+            }
+            BreakKind::CommentEndsLine => "a comment ends the line, and a `\\` inside a comment continues nothing",
+            BreakKind::NoBackslash => "the line ends without a `\\`",
+            BreakKind::CommentLine => "a comment line among the continued lines ends the command",
+            BreakKind::BlankLine => "a blank line among the continued lines ends the command",
+            BreakKind::EndOfText => {
+                "the last line ends in `\\` with nothing after it: pasted into a terminal, the shell waits and \
+                 joins whatever is typed next to the command"
+            }
+        }
+    }
 }
 
 /// What is wrong with a `--config` use, for PD042 (or a note when the file is not at hand).

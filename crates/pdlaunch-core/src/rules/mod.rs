@@ -86,6 +86,8 @@ rules! {
     pd052_decode_polling_interval_zero,
     pd053_rbg_refused,
     pd054_dynamo_refused,
+    pd055_broken_continuation,
+    pd056_model_path_mismatch,
     pd057_fleet_drift,
     pd058_bootstrap_info_mismatch,
     pd059_server_not_answering,
@@ -926,7 +928,7 @@ mod lint_only_tests {
         assert!(check(&nulled).findings.iter().any(|f| f.code == "PD037"));
         all.extend([repeated, nulled, deepseek()]);
         let lint_only: Vec<&Rule> = RULES.iter().copied().filter(|r| r.lint_only()).collect();
-        assert_eq!(lint_only.len(), 9);
+        assert_eq!(lint_only.len(), 10);
         // Those that read the views: a rendered deployment's views give them nothing either.
         for d in &all {
             let plan = crate::plan::plan(d);

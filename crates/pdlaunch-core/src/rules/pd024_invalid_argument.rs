@@ -184,6 +184,11 @@ fn describe(p: &ArgProblem, program: Program, origin: &Origin) -> (String, Strin
             }
             (message, format!("use one of {} for `{t}` in {at}", choices.join(", ")))
         }
+        // SGLang parses these with `json.loads` / `orjson.loads`.
+        ArgProblemKind::BadType { value, ty } if matches!(ty.as_str(), "loads" | "json_list_type") => (
+            format!("{name} rejects `{t} {value}`: `{value}` is not valid JSON (SGLang reads it with `json.loads`)"),
+            format!("give `{t}` JSON in {at}: double-quoted keys and strings, `true`/`false`/`null`"),
+        ),
         ArgProblemKind::BadType { value, ty } => (
             format!("{name} rejects `{t} {value}`: `{value}` is not a valid {ty}"),
             format!("give `{t}` a value of type {ty} in {at}"),
@@ -255,6 +260,24 @@ fn check(ctx: &Context) -> Vec<Finding> {
 mod tests {
     use crate::release::Release;
     use crate::rules::testing::*;
+
+    #[test]
+    fn values_parsed_as_json_must_be_json() {
+        // Single quotes are Python's, not JSON's: `json.loads` rejects them.
+        for (flag, bad, good) in [
+            ("--default-chat-template-kwargs", "{'enable_thinking': false}", "{\"enable_thinking\": false}"),
+            ("--mm-process-config", "{video: {fps: 2}}", "{\"video\": {\"fps\": 2}}"),
+            ("--forward-hooks", "[{name: h}]", "[{\"name\": \"h\"}]"),
+            ("--sidecar-args", "[1, 2", "[1, 2]"),
+        ] {
+            let mut d = llama();
+            d.decode.extra_args = vec![flag.into(), bad.into()];
+            let f = findings(&d, "PD024");
+            assert!(f.len() == 1 && f[0].message.contains("is not valid JSON"), "{flag} {bad}: {f:?}");
+            d.decode.extra_args = vec![flag.into(), good.into()];
+            assert!(findings(&d, "PD024").is_empty(), "{flag} {good}");
+        }
+    }
 
     #[test]
     fn examples_parse() {
