@@ -115,6 +115,10 @@ impl ModelFacts {
     pub fn is_dsa(&self) -> bool {
         self.architecture().is_some_and(|a| DSA_ARCHS.contains(&a))
     }
+    /// True when the model is known to be a hybrid-Mamba (linear-attention state) one.
+    pub fn is_mamba_hybrid(&self) -> bool {
+        self.architecture().is_some_and(|a| MAMBA_HYBRID_ARCHS.contains(&a))
+    }
     /// True for non-MLA hybrid sliding-window models (gpt-oss class).
     pub fn is_swa_hybrid(&self) -> Option<bool> {
         let g = self.geometry.as_ref()?;
@@ -126,6 +130,28 @@ impl ModelFacts {
 }
 
 pub use crate::model::DSA_ARCHS;
+/// Hugging Face architectures SGLang serves as hybrid-Mamba (linear-attention state) models
+/// (`mambaish_config` in `srt/configs/hybrid_arch.py`).
+pub const MAMBA_HYBRID_ARCHS: &[&str] = &[
+    "Qwen3NextForCausalLM",
+    "Qwen3_5ForCausalLM",
+    "Qwen3_5MoeForCausalLM",
+    "Qwen3_5ForConditionalGeneration",
+    "Qwen3_5MoeForConditionalGeneration",
+    "NemotronHForCausalLM",
+    "FalconH1ForCausalLM",
+    "Lfm2ForCausalLM",
+    "Lfm2MoeForCausalLM",
+    "Mamba2ForCausalLM",
+    "MambaForCausalLM",
+    "FalconMambaForCausalLM",
+    "GraniteMoeHybridForCausalLM",
+    "KimiLinearForCausalLM",
+    "JetNemotronForCausalLM",
+    "BailingMoeLinearV2ForCausalLM",
+    "MiniCPMHybridForCausalLM",
+];
+
 /// MiniMax-M3 architectures (page size 128 when unset, with fa3 on Hopper or fa4/trtllm_mha on
 /// Blackwell).
 pub const MINIMAX_M3_ARCHS: &[&str] = &["MiniMaxM3ForCausalLM", "MiniMaxM3VLForConditionalGeneration"];
@@ -239,6 +265,16 @@ impl ServerView {
     /// [`Self::size`], read from the argv and the defaults.
     fn read_size(&self, dest: &str) -> u32 {
         self.int(dest).and_then(|v| u32::try_from(v).ok()).unwrap_or(1).max(1)
+    }
+
+    /// The transfer backend SGLang uses: the flag, else `mooncake`, the default (`mooncake_tcp`
+    /// is Mooncake with the TCP transport forced).
+    pub fn transfer_backend(&self) -> String {
+        match self.value("disaggregation_transfer_backend") {
+            Some(b) if b == "mooncake_tcp" => "mooncake".into(),
+            Some(b) => b,
+            None => "mooncake".into(),
+        }
     }
 
     /// True when the switch `dest` is on.

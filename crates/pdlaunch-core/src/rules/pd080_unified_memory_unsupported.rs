@@ -4,7 +4,7 @@
 use super::pd033_env_contract_mismatch::{env_on, env_origin};
 use super::{Check, Context, Finding, Rule, Severity};
 use crate::deployment::{AttentionKind, Role};
-use crate::effective::{ModelFacts, ServerView};
+use crate::effective::ServerView;
 
 /// SGLang's `handle_unified_memory_pool` (`srt/arg_groups/kv_cache_hook.py`) refuses these at
 /// startup. On a PD server the pool is shipped as whole page envelopes, which only Mooncake
@@ -45,42 +45,6 @@ pub static RULE: Rule = Rule {
         decoding, no HiSparse and no DCP; or drop `--enable-unified-memory` on both sides.",
     check: Check::Deployment(check),
 };
-
-/// Hugging Face architectures SGLang serves as hybrid-Mamba (linear-attention state) models
-/// (`mambaish_config` in `srt/configs/hybrid_arch.py`).
-pub(crate) const MAMBA_HYBRID_ARCHS: &[&str] = &[
-    "Qwen3NextForCausalLM",
-    "Qwen3_5ForCausalLM",
-    "Qwen3_5MoeForCausalLM",
-    "Qwen3_5ForConditionalGeneration",
-    "Qwen3_5MoeForConditionalGeneration",
-    "NemotronHForCausalLM",
-    "FalconH1ForCausalLM",
-    "Lfm2ForCausalLM",
-    "Lfm2MoeForCausalLM",
-    "Mamba2ForCausalLM",
-    "MambaForCausalLM",
-    "FalconMambaForCausalLM",
-    "GraniteMoeHybridForCausalLM",
-    "KimiLinearForCausalLM",
-    "JetNemotronForCausalLM",
-    "BailingMoeLinearV2ForCausalLM",
-    "MiniCPMHybridForCausalLM",
-];
-
-/// True when the model is known to be a hybrid-Mamba one.
-pub(crate) fn is_mamba_hybrid(model: &ModelFacts) -> bool {
-    model.architecture().is_some_and(|a| MAMBA_HYBRID_ARCHS.contains(&a))
-}
-
-/// The transfer backend SGLang uses (`mooncake_tcp` is Mooncake with the TCP transport forced).
-pub(crate) fn transfer_backend(s: &ServerView) -> String {
-    match s.value("disaggregation_transfer_backend") {
-        Some(b) if b == "mooncake_tcp" => "mooncake".into(),
-        Some(b) => b,
-        None => "mooncake".into(),
-    }
-}
 
 /// The decode host-receive threshold, when it reads as a number.
 pub(crate) fn host_receive_threshold(s: &ServerView) -> Option<f64> {
@@ -144,10 +108,10 @@ fn fix_for(which: usize) -> &'static str {
 fn violations(ctx: &Context, s: &ServerView) -> Vec<(usize, Option<&'static str>, String)> {
     let mut v = Vec::new();
     let pd = s.role.is_some();
-    let backend = transfer_backend(s);
+    let backend = s.transfer_backend();
     let spec = s.value("speculative_algorithm");
     let mla = ctx.model.attention() == Some(AttentionKind::Mla);
-    let mamba = is_mamba_hybrid(&ctx.model);
+    let mamba = ctx.model.is_mamba_hybrid();
     let swa = ctx.model.is_swa_hybrid() == Some(true);
     if pd {
         if backend != "mooncake" {

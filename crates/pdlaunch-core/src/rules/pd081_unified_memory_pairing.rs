@@ -34,7 +34,7 @@ fn place(s: &ServerView) -> String {
 
 fn check(ctx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
-    let mamba = super::pd080_unified_memory_unsupported::is_mamba_hybrid(&ctx.model);
+    let mamba = ctx.model.is_mamba_hybrid();
     for (p, d) in ctx.pairs() {
         let (pu, du) = (p.switch("enable_unified_memory"), d.switch("enable_unified_memory"));
         if pu == du {

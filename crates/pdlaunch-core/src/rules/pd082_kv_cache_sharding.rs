@@ -1,7 +1,6 @@
 //! PD082: `--enable-kv-cache-sharding` where SGLang refuses it, on the prefill or across the pair.
 
 use super::pd033_env_contract_mismatch::{env_on, env_origin};
-use super::pd080_unified_memory_unsupported::transfer_backend;
 use super::{Check, Context, Finding, Rule, Severity};
 use crate::deployment::{AttentionKind, Gpu, Role};
 use crate::effective::ServerView;
@@ -215,7 +214,7 @@ fn violations(ctx: &Context, s: &ServerView) -> Vec<Violation> {
             }
         }
     }
-    let backend = transfer_backend(s);
+    let backend = s.transfer_backend();
     if !matches!(backend.as_str(), "mooncake" | "nixl") {
         v.push((
             6,

@@ -114,7 +114,7 @@ fn violations(s: &ServerView) -> Vec<(usize, &'static str, String, &'static str)
         ));
     }
     if receive {
-        let backend = super::pd080_unified_memory_unsupported::transfer_backend(s);
+        let backend = s.transfer_backend();
         v.push((
             7,
             THRESHOLD,

@@ -2,7 +2,6 @@
 //! startup.
 
 use super::pd033_env_contract_mismatch::{env_on, env_origin};
-use super::pd080_unified_memory_unsupported::transfer_backend;
 use super::{Check, Context, Finding, Rule, Severity};
 use crate::deployment::Role;
 use crate::effective::ServerView;
@@ -63,7 +62,7 @@ fn number(s: &ServerView, name: &str) -> Option<f64> {
 
 fn violations(s: &ServerView) -> Vec<Violation> {
     let mut v: Vec<Violation> = Vec::new();
-    let backend = transfer_backend(s);
+    let backend = s.transfer_backend();
     if backend == "mooncake" {
         mooncake(s, &mut v);
     }
