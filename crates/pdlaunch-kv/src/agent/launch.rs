@@ -41,6 +41,9 @@ pub struct Launcher {
     pub mooncake_protocol: String,
     /// Pool memory.
     pub memory: Memory,
+    /// The GPUs of the prefill's and the decode's pools (`Memory::Vram`); `None`: GPU 0 for
+    /// the prefill, GPU 1 for the decode when there are two or more, else 0.
+    pub gpus: Option<(u32, u32)>,
 }
 
 /// The environment the agents need for `transport`: for NIXL, the loader path of the wheel's
@@ -277,6 +280,7 @@ impl TransportEngine {
             iterations: job.iterations.max(1) + 1,
             timeout_ms,
             memory: l.memory,
+            gpu: l.gpus.map_or(0, |(p, d)| if role == Role::Prefill { p } else { d }),
             mooncake_python: l.mooncake_python.clone(),
             mooncake_protocol: l.mooncake_protocol.clone(),
         };
