@@ -63,9 +63,10 @@ impl Gpu {
         self.ordinal
     }
 
-    /// A pool of `bytes` followed by zeros, at least one page long (as [`super::pools::SharedPool`]).
-    pub fn pool(&self, bytes: &[u8]) -> Result<DevicePool, AgentError> {
-        let len = bytes.len().max(4096);
+    /// A pool of `len` bytes (at least one page, as [`super::pools::SharedPool`]) holding
+    /// `bytes` and zeros after them.
+    pub fn pool(&self, bytes: &[u8], len: usize) -> Result<DevicePool, AgentError> {
+        let len = len.max(bytes.len()).max(4096);
         let s = &self.stream;
         let mut slice = s.alloc_zeros::<u8>(len).map_err(cuda("allocating a pool"))?;
         if !bytes.is_empty() {
@@ -142,7 +143,7 @@ mod tests {
                 );
             }
             Ok(g) => {
-                let p = g.pool(b"canary").unwrap();
+                let p = g.pool(b"canary", 6).unwrap();
                 assert!(p.len() >= 4096);
                 assert_eq!(p.read(8).unwrap(), b"canary\0\0");
             }

@@ -291,40 +291,54 @@ enum Pools {
 }
 
 impl Pools {
-    /// Lays out `contents` (one pool per rank) and a zeroed reference region of `reference`
-    /// bytes, last, and makes them known to `link`; returns the pools and their addresses as the
-    /// library sees them.
-    fn lay_out(
-        plan: &AgentPlan,
-        link: &mut dyn Link,
-        tag: &str,
-        contents: &[Vec<u8>],
-        reference: u64,
-    ) -> Result<(Pools, Vec<u64>, u64), AgentError> {
+    /// Lays out `contents` (one pool per rank) and, last, a zeroed reference region of
+    /// `reference` bytes, in the plan's memory. Made before the library is opened, so that the
+    /// library (dropped first) lets go of them before they are freed, and a missing GPU is told
+    /// before a missing library.
+    fn create(plan: &AgentPlan, tag: &str, contents: &[Vec<u8>], reference: u64) -> Result<Pools, AgentError> {
         match plan.memory {
             Memory::Dram => {
                 let mut pools: Vec<SharedPool> =
                     contents.iter().map(|v| SharedPool::with_contents(tag, v)).collect::<Result<_, _>>()?;
                 pools.push(SharedPool::create(&format!("{tag}-ref"), reference)?);
-                let all: Vec<&SharedPool> = pools.iter().collect();
-                let bases = link.attach(&all)?;
-                all.iter().for_each(|p| p.unlink());
-                let reference_len = pools.last().map_or(0, |p| p.len() as u64);
-                Ok((Pools::Host(pools), bases, reference_len))
+                Ok(Pools::Host(pools))
             }
             #[cfg(feature = "cuda")]
             Memory::Vram => {
+                if plan.transport == Transport::Mooncake {
+                    return Err(AgentError::Environment(mooncake::VRAM_REFUSAL.into()));
+                }
                 let gpu = device::Gpu::open(plan.gpu)?;
-                let mut pools: Vec<device::DevicePool> = contents.iter().map(|v| gpu.pool(v)).collect::<Result<_, _>>()?;
-                pools.push(gpu.pool(&vec![0u8; reference as usize])?);
-                let bases = pools.iter().map(device::DevicePool::addr).collect();
-                let reference_len = pools.last().map_or(0, |p| p.len() as u64);
-                Ok((Pools::Device(pools), bases, reference_len))
+                let mut pools: Vec<device::DevicePool> =
+                    contents.iter().map(|v| gpu.pool(v, v.len())).collect::<Result<_, _>>()?;
+                pools.push(gpu.pool(&[], reference as usize)?);
+                Ok(Pools::Device(pools))
             }
             #[cfg(not(feature = "cuda"))]
-            Memory::Vram => Err(AgentError::Environment(
-                "--backend cuda with --transport nixl needs the CUDA engine: this pdlaunch was built without the feature cuda; use --backend cpu".into(),
-            )),
+            Memory::Vram => {
+                if plan.transport == Transport::Mooncake {
+                    return Err(AgentError::Environment(mooncake::VRAM_REFUSAL.into()));
+                }
+                Err(vram_gpus().err().unwrap_or_else(|| AgentError::Environment("no CUDA engine".into())))
+            }
+        }
+    }
+
+    /// Makes the pools known to `link`; returns their addresses as the library sees them and
+    /// the reference region's length.
+    fn attach(&self, link: &mut dyn Link) -> Result<(Vec<u64>, u64), AgentError> {
+        match self {
+            Pools::Host(pools) => {
+                let all: Vec<&SharedPool> = pools.iter().collect();
+                let bases = link.attach(&all)?;
+                all.iter().for_each(|p| p.unlink());
+                Ok((bases, pools.last().map_or(0, |p| p.len() as u64)))
+            }
+            // This process's device addresses are the ones NIXL registers.
+            #[cfg(feature = "cuda")]
+            Pools::Device(pools) => {
+                Ok((pools.iter().map(device::DevicePool::addr).collect(), pools.last().map_or(0, |p| p.len() as u64)))
+            }
         }
     }
 
@@ -363,22 +377,6 @@ pub fn vram_refusal(transport: Transport) -> Result<(), AgentError> {
     }
 }
 
-/// Refuses GPU pools before any library is loaded: through Mooncake, or when this machine has
-/// no GPU (or not the one asked for), so that the refusal names the GPU, not the library.
-fn preflight(plan: &AgentPlan) -> Result<(), AgentError> {
-    if plan.memory == Memory::Dram {
-        return Ok(());
-    }
-    if plan.transport == Transport::Mooncake {
-        return Err(AgentError::Environment(mooncake::VRAM_REFUSAL.into()));
-    }
-    #[cfg(feature = "cuda")]
-    device::Gpu::open(plan.gpu)?;
-    #[cfg(not(feature = "cuda"))]
-    vram_gpus()?;
-    Ok(())
-}
-
 fn input(e: impl std::fmt::Display) -> AgentError {
     AgentError::Input(e.to_string())
 }
@@ -411,10 +409,9 @@ pub fn serve(plan: &AgentPlan, ready: &mut dyn FnMut(&str)) -> Result<Outcome, A
     let bytes = p.plan.bytes();
     match plan.role {
         Role::Prefill => {
-            preflight(plan)?;
+            let pools = Pools::create(plan, "prefill", &p.prefill_pools(), bytes)?;
             let mut link = open_link(plan)?;
-            let (_pools, bases, reference_len) =
-                Pools::lay_out(plan, link.as_mut(), "prefill", &p.prefill_pools(), bytes)?;
+            let (bases, reference_len) = pools.attach(link.as_mut())?;
             let ranks = p.prefill.ranks.len();
             let mut regs: Vec<(u64, u64)> = regions(&p.prefill, &bases).iter().map(|r| (r.addr, r.len)).collect();
             regs.push((bases[ranks], reference_len));
@@ -508,10 +505,9 @@ pub fn serve(plan: &AgentPlan, ready: &mut dyn FnMut(&str)) -> Result<Outcome, A
             }
         }
         Role::Decode => {
-            preflight(plan)?;
+            let pools = Pools::create(plan, "decode", &p.decode_pools(), bytes)?;
             let mut link = open_link(plan)?;
-            let (pools, bases, reference_len) =
-                Pools::lay_out(plan, link.as_mut(), "decode", &p.decode_pools(), bytes)?;
+            let (bases, reference_len) = pools.attach(link.as_mut())?;
             let ranks = p.decode.ranks.len();
             let mut regs: Vec<(u64, u64)> = regions(&p.decode, &bases).iter().map(|r| (r.addr, r.len)).collect();
             regs.push((bases[ranks], reference_len));
