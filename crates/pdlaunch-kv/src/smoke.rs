@@ -594,8 +594,7 @@ fn transport_engine(l: &Launcher, opts: &Options) -> Result<Chosen, SmokeError> 
     if opts.backend == BackendChoice::Cuda {
         crate::agent::vram_refusal(l.transport).map_err(|e| SmokeError::Environment(e.to_string()))?;
         l.memory = Memory::Vram;
-        let found = crate::agent::vram_gpus().map_err(|e| SmokeError::Environment(e.to_string()))?;
-        l.gpus = Some(l.gpus.unwrap_or(found));
+        l.gpus = Some(crate::agent::vram_gpus(l.gpus).map_err(|e| SmokeError::Environment(e.to_string()))?);
     }
     let engine = TransportEngine::new(l.clone()).map_err(|e| SmokeError::Environment(e.to_string()))?;
     let env = Environment {

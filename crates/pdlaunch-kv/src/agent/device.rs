@@ -17,19 +17,27 @@ pub fn no_gpu(reason: &str) -> AgentError {
     AgentError::Environment(format!("no CUDA driver / no GPU: --backend cuda needs one; use --backend cpu ({reason})"))
 }
 
-/// The GPUs the prefill and the decode pools go on when both agents run on this machine: GPU 0
-/// for the prefill, and GPU 1 for the decode when the driver shows two or more (so the bytes
-/// cross between devices), else GPU 0 too. `Environment` when there is no GPU.
-pub fn local_gpus() -> Result<(u32, u32), AgentError> {
+/// The GPUs the prefill and the decode pools go on when both agents run on this machine:
+/// `asked` (`--gpus`), else GPU 0 for the prefill and GPU 1 for the decode when the driver shows
+/// two or more (so the bytes cross between devices), else GPU 0 too. `Environment` when there
+/// is no GPU or an asked one is not there.
+pub fn local_gpus(asked: Option<(u32, u32)>) -> Result<(u32, u32), AgentError> {
     match probe() {
-        Probe::Available { devices, .. } => Ok(pick_gpus(devices.len())),
+        Probe::Available { devices, .. } => pick_gpus(devices.len(), asked),
         Probe::Unavailable { reason } => Err(no_gpu(&reason)),
     }
 }
 
 /// [`local_gpus`] for `count` visible devices (at least one).
-pub fn pick_gpus(count: usize) -> (u32, u32) {
-    (0, u32::from(count >= 2))
+pub fn pick_gpus(count: usize, asked: Option<(u32, u32)>) -> Result<(u32, u32), AgentError> {
+    let Some((p, d)) = asked else { return Ok((0, u32::from(count >= 2))) };
+    match [p, d].into_iter().find(|&g| g as usize >= count) {
+        Some(g) => Err(AgentError::Environment(format!(
+            "--gpus {p},{d}: GPU {g} is not there, the driver shows {count} (0..={}); give indices below {count}",
+            count.saturating_sub(1)
+        ))),
+        None => Ok((p, d)),
+    }
 }
 
 /// One GPU, opened for this agent's pools.
@@ -124,9 +132,13 @@ mod tests {
 
     #[test]
     fn the_decode_goes_on_a_second_gpu_when_there_is_one() {
-        assert_eq!(pick_gpus(1), (0, 0));
-        assert_eq!(pick_gpus(2), (0, 1));
-        assert_eq!(pick_gpus(8), (0, 1));
+        assert_eq!(pick_gpus(1, None).unwrap(), (0, 0));
+        assert_eq!(pick_gpus(2, None).unwrap(), (0, 1));
+        assert_eq!(pick_gpus(8, None).unwrap(), (0, 1));
+        assert_eq!(pick_gpus(8, Some((3, 3))).unwrap(), (3, 3));
+        let e = pick_gpus(1, Some((0, 1))).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert_eq!(e.to_string(), "--gpus 0,1: GPU 1 is not there, the driver shows 1 (0..=0); give indices below 1");
     }
 
     /// Without a driver or a GPU, opening one is an environment error (exit 2) naming the way

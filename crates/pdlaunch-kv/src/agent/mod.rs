@@ -319,7 +319,7 @@ impl Pools {
                 if plan.transport == Transport::Mooncake {
                     return Err(AgentError::Environment(mooncake::VRAM_REFUSAL.into()));
                 }
-                Err(vram_gpus().err().unwrap_or_else(|| AgentError::Environment("no CUDA engine".into())))
+                Err(vram_gpus(None).err().unwrap_or_else(|| AgentError::Environment("no CUDA engine".into())))
             }
         }
     }
@@ -354,14 +354,16 @@ impl Pools {
 }
 
 /// The GPUs for both sides' pools when both agents run on this machine with `--backend cuda`
-/// (see [`device::local_gpus`]); `Environment` (exit 2) when there is no driver or no GPU.
-pub fn vram_gpus() -> Result<(u32, u32), AgentError> {
+/// (`asked`, else see [`device::local_gpus`]); `Environment` (exit 2) when there is no driver or
+/// no GPU, or an asked one is not there.
+pub fn vram_gpus(asked: Option<(u32, u32)>) -> Result<(u32, u32), AgentError> {
     #[cfg(feature = "cuda")]
     {
-        device::local_gpus()
+        device::local_gpus(asked)
     }
     #[cfg(not(feature = "cuda"))]
     {
+        let _ = asked;
         Err(AgentError::Environment(
             "--backend cuda with --transport nixl needs the CUDA engine: this pdlaunch was built without the feature cuda; use --backend cpu".into(),
         ))
@@ -373,7 +375,7 @@ pub fn vram_gpus() -> Result<(u32, u32), AgentError> {
 pub fn vram_refusal(transport: Transport) -> Result<(), AgentError> {
     match transport {
         Transport::Mooncake => Err(AgentError::Environment(mooncake::VRAM_REFUSAL.into())),
-        _ => vram_gpus().map(|_| ()),
+        _ => vram_gpus(None).map(|_| ()),
     }
 }
 
