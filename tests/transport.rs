@@ -266,6 +266,7 @@ fn gpu_pools_need_a_gpu() {
             let o = Command::new(BIN).args(&args).stdin(Stdio::null()).output().unwrap();
             assert_eq!(o.status.code(), Some(0), "{}", out(&o));
             assert!(out(&o).contains("VRAM_SEG regions on GPU 0"), "{}", out(&o));
+            assert!(out(&o).contains("pools in GPU memory (prefill GPU 0, decode GPU "), "{}", out(&o));
         }
     }
 }

@@ -93,12 +93,17 @@ impl TransportEngine {
 
     /// Where the agents meet, as shown in reports.
     pub fn describe(&self) -> String {
-        match &self.netns {
+        let place = match &self.netns {
             Some(ns) => format!(
                 "two agent processes in network namespaces {} ({}) and {} ({}) joined by a veth pair",
                 ns.prefill, ns.prefill_ip, ns.decode, ns.decode_ip
             ),
             None => "two agent processes on this machine".into(),
+        };
+        match (self.launcher.memory, self.launcher.gpus) {
+            (Memory::Vram, Some((p, d))) => format!("{place}, pools in GPU memory (prefill GPU {p}, decode GPU {d})"),
+            (Memory::Vram, None) => format!("{place}, pools in GPU memory"),
+            (Memory::Dram, _) => place,
         }
     }
 }
