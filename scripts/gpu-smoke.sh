@@ -25,7 +25,8 @@
 #      repetitions: per-descriptor DMA and the gather kernel against one device-to-device copy
 #      of the same bytes (the ratio column);
 #   3. NIXL with both pools in GPU memory (VRAM_SEG), the prefill and decode agents two processes
-#      on one GPU: correctness with negative controls at page 16, bandwidth at page 64.
+#      on one GPU (--gpus 0; without it a machine with two GPUs puts the decode's pools on GPU 1):
+#      correctness with negative controls at page 16, bandwidth at page 64.
 # Every report's effective page size (both sides, and the pools laid out) must be the one asked:
 # else the run did not test what its name says, and the script fails.
 # The binary is started first (--version): one that cannot start stops the script at once, with
@@ -132,9 +133,9 @@ run() { # name page extra-args...
 nixl_missing() {
     if [[ -z ${PDLAUNCH_NIXL_LIB:-} ]]; then
         echo "PDLAUNCH_NIXL_LIB is not set (the path of libnixl_capi.so from pip install --no-deps nixl==1.5.1 nixl-cu12==1.5.1)"
-    elif ! "$BIN" smoke "$OUT_DIR/llama-p16.yaml" --transport nixl --help >/dev/null 2>&1; then
+    elif ! "$BIN" smoke "$OUT_DIR/llama-p16.yaml" --transport nixl --gpus 0 --help >/dev/null 2>&1; then
         # The parser refuses a flag or value it lacks before it prints the help.
-        echo "$BIN was built without NIXL (its smoke refuses --transport nixl)"
+        echo "$BIN was built without NIXL (its smoke refuses --transport nixl), or predates --gpus"
     fi
 }
 
@@ -158,9 +159,9 @@ if [[ -n $why ]]; then
     echo "== nixl-vram: skipped: $why" >>"$OUT_DIR/summary.txt"
 else
     cp "$OUT_DIR/llama-p16.yaml" "$OUT_DIR/nixl-vram-p16.yaml"
-    run nixl-vram-p16 16 --transport nixl --across local --tokens "$TOKENS" --negative-control
+    run nixl-vram-p16 16 --transport nixl --across local --gpus 0 --tokens "$TOKENS" --negative-control
     cp "$OUT_DIR/llama-p64.yaml" "$OUT_DIR/nixl-vram-bw-p64.yaml"
-    run nixl-vram-bw-p64 64 --transport nixl --across local --tokens "$BW_TOKENS" --iterations 5
+    run nixl-vram-bw-p64 64 --transport nixl --across local --gpus 0 --tokens "$BW_TOKENS" --iterations 5
 fi
 
 cat "$OUT_DIR/summary.txt"

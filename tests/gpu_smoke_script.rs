@@ -166,7 +166,10 @@ fn the_nixl_step_is_guarded() {
                 assert!(!s.contains("skipped"), "{s}");
                 assert_eq!(nixl.len(), 2, "{nixl:?}");
                 for c in &nixl {
-                    assert!(c.contains("--backend cuda") && c.contains("--across local"), "{c}");
+                    assert!(
+                        c.contains("--backend cuda") && c.contains("--across local") && c.contains("--gpus 0"),
+                        "{c}"
+                    );
                 }
                 assert!(s.contains("== nixl-vram-p16 (exit 0)") && s.contains("== nixl-vram-bw-p64 (exit 0)"), "{s}");
                 assert!(s.contains("  page size: 64 in sides.prefill"), "{s}");

@@ -228,3 +228,86 @@ fn a_missing_library_is_an_environment_error_with_the_install_line() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", out(&o));
 }
+
+/// `--backend cuda` with a transport puts the pools in GPU memory (NIXL `VRAM_SEG`). Without a
+/// driver or a GPU it is refused before any library is looked for, exit 2, saying to use the
+/// CPU; with one (and NIXL) it runs and passes, through two agents on this machine. The probe
+/// decides which is expected.
+#[test]
+fn gpu_pools_need_a_gpu() {
+    use pdlaunch_kv::engine::cuda::{probe, Probe};
+    let file = write("vram", &deployment("gqa", 16, 1, 1));
+    let mut args: Vec<String> = vec!["smoke".into(), file.display().to_string(), "--backend".into(), "cuda".into()];
+    let gpu = matches!(probe(), Probe::Available { .. });
+    match (gpu, library("nixl")) {
+        (false, lib) => {
+            // The refusal comes first whether or not NIXL is there.
+            args.extend(lib.unwrap_or_else(|| vec!["--transport".into(), "nixl".into()]));
+            for side in [None, Some("decode")] {
+                let mut a = args.clone();
+                if let Some(s) = side {
+                    a.extend(["--side".into(), s.into(), "--bootstrap".into(), closed_port()]);
+                }
+                let o = Command::new(BIN).args(&a).args(["--timeout", "20"]).stdin(Stdio::null()).output().unwrap();
+                assert_eq!(o.status.code(), Some(2), "{a:?}: {}", out(&o));
+                assert!(
+                    out(&o).contains("no CUDA driver / no GPU: --backend cuda needs one; use --backend cpu"),
+                    "{a:?}: {}",
+                    out(&o)
+                );
+            }
+        }
+        (true, None) => eprintln!("skipped: a GPU is here but NIXL is not"),
+        (true, Some(lib)) => {
+            args.extend(lib);
+            args.extend(
+                ["--across", "local", "--tokens", "96", "--timeout", "60", "--negative-control"].map(String::from),
+            );
+            let o = Command::new(BIN).args(&args).stdin(Stdio::null()).output().unwrap();
+            assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+            assert!(out(&o).contains("VRAM_SEG regions on GPU 0"), "{}", out(&o));
+            assert!(out(&o).contains("pools in GPU memory (prefill GPU 0, decode GPU "), "{}", out(&o));
+        }
+    }
+}
+
+/// Mooncake's agent registers memory in its own Python process, which cannot take this
+/// process's GPU pools: `--backend cuda` with it is refused, exit 2, with the way out, GPU or not.
+#[test]
+fn gpu_pools_through_mooncake_are_refused_with_the_way_out() {
+    let file = write("vram-mooncake", &deployment("gqa", 16, 1, 1));
+    let o = Command::new(BIN)
+        .args(["smoke", file.to_str().unwrap(), "--transport", "mooncake", "--backend", "cuda", "--timeout", "20"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    let text = out(&o);
+    assert!(text.contains("--backend cuda with --transport mooncake"), "{text}");
+    assert!(text.contains("pip install mooncake-transfer-engine==0.3.13.post1"), "{text}");
+    assert!(text.contains("use --transport nixl --backend cuda, or --backend cpu"), "{text}");
+}
+
+/// `--gpus PREFILL,DECODE` places the GPU pools; it is refused without `--backend cuda` and a
+/// transport, and a value that is not GPU indices is refused by the parser.
+#[test]
+fn gpu_placement_needs_gpu_pools() {
+    let file = write("gpus", &deployment("gqa", 16, 1, 1));
+    let smoke =
+        |extra: &[&str]| Command::new(BIN).arg("smoke").arg(&file).args(extra).stdin(Stdio::null()).output().unwrap();
+    for extra in [
+        &["--transport", "nixl", "--backend", "cpu", "--gpus", "0,1"][..],
+        &["--transport", "memcpy", "--backend", "cuda", "--gpus", "0"][..],
+    ] {
+        let o = smoke(extra);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", out(&o));
+        assert!(
+            out(&o).contains("--gpus places the agents' GPU pools: it needs --backend cuda and --transport nixl"),
+            "{}",
+            out(&o)
+        );
+    }
+    let o = smoke(&["--transport", "nixl", "--backend", "cuda", "--gpus", "0,x"]);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(out(&o).contains("`x` is not a GPU index"), "{}", out(&o));
+}

@@ -59,6 +59,7 @@ fn main() {
             mooncake_python: python.clone().unwrap_or_default(),
             mooncake_protocol: "tcp".into(),
             memory: Memory::Dram,
+            gpus: None,
         };
         let mut engine = match TransportEngine::new(launcher) {
             Ok(e) => e,

@@ -41,6 +41,9 @@ pub struct Launcher {
     pub mooncake_protocol: String,
     /// Pool memory.
     pub memory: Memory,
+    /// The GPUs of the prefill's and the decode's pools (`Memory::Vram`); `None`: GPU 0 for
+    /// the prefill, GPU 1 for the decode when there are two or more, else 0.
+    pub gpus: Option<(u32, u32)>,
 }
 
 /// The environment the agents need for `transport`: for NIXL, the loader path of the wheel's
@@ -90,12 +93,17 @@ impl TransportEngine {
 
     /// Where the agents meet, as shown in reports.
     pub fn describe(&self) -> String {
-        match &self.netns {
+        let place = match &self.netns {
             Some(ns) => format!(
                 "two agent processes in network namespaces {} ({}) and {} ({}) joined by a veth pair",
                 ns.prefill, ns.prefill_ip, ns.decode, ns.decode_ip
             ),
             None => "two agent processes on this machine".into(),
+        };
+        match (self.launcher.memory, self.launcher.gpus) {
+            (Memory::Vram, Some((p, d))) => format!("{place}, pools in GPU memory (prefill GPU {p}, decode GPU {d})"),
+            (Memory::Vram, None) => format!("{place}, pools in GPU memory"),
+            (Memory::Dram, _) => place,
         }
     }
 }
@@ -277,6 +285,7 @@ impl TransportEngine {
             iterations: job.iterations.max(1) + 1,
             timeout_ms,
             memory: l.memory,
+            gpu: l.gpus.map_or(0, |(p, d)| if role == Role::Prefill { p } else { d }),
             mooncake_python: l.mooncake_python.clone(),
             mooncake_protocol: l.mooncake_protocol.clone(),
         };

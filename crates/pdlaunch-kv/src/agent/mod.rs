@@ -22,6 +22,8 @@ use serde::{Deserialize, Serialize};
 use crate::case::{prepare, Case, Perturbation};
 use crate::verify::{Class, Verification};
 
+#[cfg(feature = "cuda")]
+pub mod device;
 pub mod launch;
 pub mod mooncake;
 pub mod netns;
@@ -147,6 +149,9 @@ pub struct AgentPlan {
     pub timeout_ms: u64,
     /// Pool memory.
     pub memory: Memory,
+    /// The GPU this side's pools go on (`Memory::Vram`).
+    #[serde(default)]
+    pub gpu: u32,
     /// The Python that imports `mooncake` (Mooncake only).
     pub mooncake_python: String,
     /// Mooncake's protocol (`tcp`, `rdma`).
@@ -256,8 +261,8 @@ pub trait Link {
     fn register(&mut self, regions: &[(u64, u64)]) -> Result<(), AgentError>;
     /// This side's name for the peer, and the metadata the peer must load.
     fn identity(&mut self) -> Result<(String, Vec<u8>), AgentError>;
-    /// Prepares to write to the peer.
-    fn connect(&mut self, peer: &str, metadata: &[u8]) -> Result<(), AgentError>;
+    /// Prepares to write to the peer, whose pools are on GPU `peer_gpu` (`Memory::Vram`).
+    fn connect(&mut self, peer: &str, metadata: &[u8], peer_gpu: u32) -> Result<(), AgentError>;
     /// Writes `(source, destination, length)` descriptors to the peer and waits until done.
     fn write(&mut self, descs: &[WriteDesc], notify: &str, deadline: Instant) -> Result<WriteStats, AgentError>;
     /// Waits until `n` notifications arrived; returns how many did.
@@ -265,9 +270,6 @@ pub trait Link {
 }
 
 fn open_link(plan: &AgentPlan) -> Result<Box<dyn Link>, AgentError> {
-    if plan.memory == Memory::Vram {
-        return Err(AgentError::Environment(vram_unavailable()));
-    }
     match plan.transport {
         #[cfg(feature = "nixl")]
         Transport::Nixl => Ok(Box::new(nixl::NixlLink::new(plan)?)),
@@ -280,23 +282,100 @@ fn open_link(plan: &AgentPlan) -> Result<Box<dyn Link>, AgentError> {
     }
 }
 
-/// Why GPU pools cannot be used through the agents here.
-fn vram_unavailable() -> String {
+/// One side's pools: shared memory the library maps (`Memory::Dram`), or one GPU allocation
+/// each (`Memory::Vram`).
+enum Pools {
+    Host(Vec<SharedPool>),
     #[cfg(feature = "cuda")]
-    {
-        use crate::engine::cuda::{probe, Probe};
-        match probe() {
-            Probe::Available { .. } => {
-                "--backend cuda with --transport nixl|mooncake: GPU pools (VRAM_SEG) are not wired into the agents yet; use --backend cpu".into()
+    Device(Vec<device::DevicePool>),
+}
+
+impl Pools {
+    /// Lays out `contents` (one pool per rank) and, last, a zeroed reference region of
+    /// `reference` bytes, in the plan's memory. Made before the library is opened, so that the
+    /// library (dropped first) lets go of them before they are freed, and a missing GPU is told
+    /// before a missing library.
+    fn create(plan: &AgentPlan, tag: &str, contents: &[Vec<u8>], reference: u64) -> Result<Pools, AgentError> {
+        match plan.memory {
+            Memory::Dram => {
+                let mut pools: Vec<SharedPool> =
+                    contents.iter().map(|v| SharedPool::with_contents(tag, v)).collect::<Result<_, _>>()?;
+                pools.push(SharedPool::create(&format!("{tag}-ref"), reference)?);
+                Ok(Pools::Host(pools))
             }
-            Probe::Unavailable { reason } => {
-                format!("--backend cuda with --transport nixl|mooncake needs a GPU for VRAM_SEG pools: {reason}; use --backend cpu")
+            #[cfg(feature = "cuda")]
+            Memory::Vram => {
+                if plan.transport == Transport::Mooncake {
+                    return Err(AgentError::Environment(mooncake::VRAM_REFUSAL.into()));
+                }
+                let gpu = device::Gpu::open(plan.gpu)?;
+                let mut pools: Vec<device::DevicePool> =
+                    contents.iter().map(|v| gpu.pool(v, v.len())).collect::<Result<_, _>>()?;
+                pools.push(gpu.pool(&[], reference as usize)?);
+                Ok(Pools::Device(pools))
+            }
+            #[cfg(not(feature = "cuda"))]
+            Memory::Vram => {
+                if plan.transport == Transport::Mooncake {
+                    return Err(AgentError::Environment(mooncake::VRAM_REFUSAL.into()));
+                }
+                Err(vram_gpus(None).err().unwrap_or_else(|| AgentError::Environment("no CUDA engine".into())))
             }
         }
     }
+
+    /// Makes the pools known to `link`; returns their addresses as the library sees them and
+    /// the reference region's length.
+    fn attach(&self, link: &mut dyn Link) -> Result<(Vec<u64>, u64), AgentError> {
+        match self {
+            Pools::Host(pools) => {
+                let all: Vec<&SharedPool> = pools.iter().collect();
+                let bases = link.attach(&all)?;
+                all.iter().for_each(|p| p.unlink());
+                Ok((bases, pools.last().map_or(0, |p| p.len() as u64)))
+            }
+            // This process's device addresses are the ones NIXL registers.
+            #[cfg(feature = "cuda")]
+            Pools::Device(pools) => {
+                Ok((pools.iter().map(device::DevicePool::addr).collect(), pools.last().map_or(0, |p| p.len() as u64)))
+            }
+        }
+    }
+
+    /// The first `lens[i]` bytes of each rank's pool (the reference region left out), on the
+    /// host.
+    fn images(&self, lens: &[u64]) -> Result<Vec<Vec<u8>>, AgentError> {
+        match self {
+            Pools::Host(p) => Ok(p.iter().zip(lens).map(|(pool, &n)| pool.as_slice()[..n as usize].to_vec()).collect()),
+            #[cfg(feature = "cuda")]
+            Pools::Device(p) => p.iter().zip(lens).map(|(pool, &n)| pool.read(n as usize)).collect(),
+        }
+    }
+}
+
+/// The GPUs for both sides' pools when both agents run on this machine with `--backend cuda`
+/// (`asked`, else see [`device::local_gpus`]); `Environment` (exit 2) when there is no driver or
+/// no GPU, or an asked one is not there.
+pub fn vram_gpus(asked: Option<(u32, u32)>) -> Result<(u32, u32), AgentError> {
+    #[cfg(feature = "cuda")]
+    {
+        device::local_gpus(asked)
+    }
     #[cfg(not(feature = "cuda"))]
     {
-        "--backend cuda with --transport nixl|mooncake needs the CUDA engine (feature cuda) and a GPU; use --backend cpu".into()
+        let _ = asked;
+        Err(AgentError::Environment(
+            "--backend cuda with --transport nixl needs the CUDA engine: this pdlaunch was built without the feature cuda; use --backend cpu".into(),
+        ))
+    }
+}
+
+/// Why `--backend cuda` cannot run with `transport` here, if it cannot: Mooncake's agent cannot
+/// take GPU pools ([`mooncake::VRAM_REFUSAL`]), and NIXL's `VRAM_SEG` needs a driver and a GPU.
+pub fn vram_refusal(transport: Transport) -> Result<(), AgentError> {
+    match transport {
+        Transport::Mooncake => Err(AgentError::Environment(mooncake::VRAM_REFUSAL.into())),
+        _ => vram_gpus(None).map(|_| ()),
     }
 }
 
@@ -332,16 +411,12 @@ pub fn serve(plan: &AgentPlan, ready: &mut dyn FnMut(&str)) -> Result<Outcome, A
     let bytes = p.plan.bytes();
     match plan.role {
         Role::Prefill => {
-            let pools: Vec<SharedPool> =
-                p.prefill_pools().iter().map(|v| SharedPool::with_contents("prefill", v)).collect::<Result<_, _>>()?;
-            let reference = SharedPool::create("prefill-ref", bytes)?;
+            let pools = Pools::create(plan, "prefill", &p.prefill_pools(), bytes)?;
             let mut link = open_link(plan)?;
-            let mut all: Vec<&SharedPool> = pools.iter().collect();
-            all.push(&reference);
-            let bases = link.attach(&all)?;
-            all.iter().for_each(|p| p.unlink());
+            let (bases, reference_len) = pools.attach(link.as_mut())?;
+            let ranks = p.prefill.ranks.len();
             let mut regs: Vec<(u64, u64)> = regions(&p.prefill, &bases).iter().map(|r| (r.addr, r.len)).collect();
-            regs.push((bases[pools.len()], reference.len() as u64));
+            regs.push((bases[ranks], reference_len));
             link.register(&regs)?;
             let (listener, addr) = wire::listen(&plan.bootstrap)?;
             ready(&addr);
@@ -361,7 +436,7 @@ pub fn serve(plan: &AgentPlan, ready: &mut dyn FnMut(&str)) -> Result<Outcome, A
                         "the decode sent other page indices than the plan was made for".into(),
                     ));
                 }
-                link.connect(&info.peer, &info.metadata)?;
+                link.connect(&info.peer, &info.metadata, info.gpu)?;
                 // SGLang's descriptors, resolved against the decode's registered buffers.
                 let mut work: Vec<(usize, Vec<WriteDesc>)> = Vec::new();
                 for (i, pair) in p.plan.pairs.iter().enumerate() {
@@ -411,7 +486,7 @@ pub fn serve(plan: &AgentPlan, ready: &mut dyn FnMut(&str)) -> Result<Outcome, A
                 }
                 if bytes > 0 {
                     for it in 0..iterations {
-                        let d = [(bases[pools.len()], info.reference.0, bytes)];
+                        let d = [(bases[ranks], info.reference.0, bytes)];
                         let s = link.write(&d, &format!("{}:reference:{it}", info.case), deadline)?;
                         notifications += u32::from(s.notified);
                         out.reference.push(s.seconds);
@@ -432,16 +507,12 @@ pub fn serve(plan: &AgentPlan, ready: &mut dyn FnMut(&str)) -> Result<Outcome, A
             }
         }
         Role::Decode => {
-            let pools: Vec<SharedPool> =
-                p.decode_pools().iter().map(|v| SharedPool::with_contents("decode", v)).collect::<Result<_, _>>()?;
-            let reference = SharedPool::create("decode-ref", bytes)?;
+            let pools = Pools::create(plan, "decode", &p.decode_pools(), bytes)?;
             let mut link = open_link(plan)?;
-            let mut all: Vec<&SharedPool> = pools.iter().collect();
-            all.push(&reference);
-            let bases = link.attach(&all)?;
-            all.iter().for_each(|p| p.unlink());
+            let (bases, reference_len) = pools.attach(link.as_mut())?;
+            let ranks = p.decode.ranks.len();
             let mut regs: Vec<(u64, u64)> = regions(&p.decode, &bases).iter().map(|r| (r.addr, r.len)).collect();
-            regs.push((bases[pools.len()], reference.len() as u64));
+            regs.push((bases[ranks], reference_len));
             link.register(&regs)?;
             let (peer, metadata) = link.identity()?;
             let mut conn = wire::connect(&plan.bootstrap, deadline, timeout)?;
@@ -451,18 +522,16 @@ pub fn serve(plan: &AgentPlan, ready: &mut dyn FnMut(&str)) -> Result<Outcome, A
                 metadata,
                 ranks: rank_infos(&p.decode, &bases),
                 pages: p.decode_pages.clone(),
-                reference: (bases[pools.len()], reference.len() as u64),
+                reference: (bases[ranks], reference_len),
+                gpu: plan.gpu,
             })?;
             let done: Done = conn.recv("the prefill's completion", deadline)?;
             if let Some(e) = done.error {
                 return Err(AgentError::Transfer(format!("the prefill failed: {e}")));
             }
             let notifications = link.await_notifications(done.notifications, deadline)?;
-            let images: Vec<Vec<u8>> = pools
-                .iter()
-                .zip(&p.decode.ranks)
-                .map(|(pool, r)| pool.as_slice()[..r.pool_bytes as usize].to_vec())
-                .collect();
+            let lens: Vec<u64> = p.decode.ranks.iter().map(|r| r.pool_bytes).collect();
+            let images = pools.images(&lens)?;
             let verification = p.verify(&images);
             let classes = verification.classes.iter().map(|&c| class_letter(c)).collect();
             let _ = conn.send(&Bye { ok: true });
@@ -504,5 +573,72 @@ pub fn main_stdio() -> u8 {
             say(&Report::Error { code: e.exit_code(), message: e.to_string() });
             e.exit_code()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::KvDtype;
+    use crate::geometry::{KvAttention, KvGeometry};
+    use crate::layout::SideConfig;
+    use crate::transfer::TransferBackend;
+    use pdlaunch_core::deployment::AttentionKind;
+
+    fn plan(role: Role, transport: Transport) -> AgentPlan {
+        let geometry = KvGeometry {
+            kind: AttentionKind::Gqa,
+            layers: 2,
+            attention: KvAttention::Mha { kv_heads: 2, head_dim: 64 },
+        };
+        let side = SideConfig { page_size: 16, dtype: KvDtype::Bf16, attn_tp: 1, pp: 1 };
+        AgentPlan {
+            role,
+            transport,
+            case: Case { geometry, prefill: side, decode: side, backend: TransferBackend::Nixl, tokens: 32, seed: 3 },
+            perturbation: None,
+            bootstrap: "127.0.0.1:1".into(),
+            host: "127.0.0.1".into(),
+            iterations: 1,
+            timeout_ms: 2000,
+            memory: Memory::Vram,
+            gpu: 0,
+            mooncake_python: "/bin/false".into(),
+            mooncake_protocol: "tcp".into(),
+        }
+    }
+
+    /// A side asked for GPU pools refuses before it loads any library: Mooncake always (its
+    /// Python agent cannot take them), NIXL when there is no driver or no GPU, exit 2 both.
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn gpu_pools_are_refused_before_any_library() {
+        use crate::engine::cuda::{probe, Probe};
+        for role in [Role::Prefill, Role::Decode] {
+            let e = serve(&plan(role, Transport::Mooncake), &mut |_| {}).unwrap_err();
+            assert_eq!(e.exit_code(), 2);
+            assert_eq!(e.to_string(), mooncake::VRAM_REFUSAL);
+            if matches!(probe(), Probe::Unavailable { .. }) {
+                let e = serve(&plan(role, Transport::Nixl), &mut |_| {}).unwrap_err();
+                assert_eq!(e.exit_code(), 2);
+                assert!(
+                    e.to_string().starts_with("no CUDA driver / no GPU: --backend cuda needs one; use --backend cpu"),
+                    "{e}"
+                );
+                assert_eq!(vram_refusal(Transport::Nixl).unwrap_err(), e);
+            }
+            assert_eq!(vram_refusal(Transport::Mooncake).unwrap_err().to_string(), mooncake::VRAM_REFUSAL);
+        }
+    }
+
+    /// The GPU of each side travels in its plan, and a plan without one is on GPU 0.
+    #[test]
+    fn the_plan_carries_the_pool_memory_and_gpu() {
+        let p = AgentPlan { gpu: 1, ..plan(Role::Decode, Transport::Nixl) };
+        let text = serde_json::to_string(&p).unwrap();
+        assert!(text.contains(r#""memory":"vram""#) && text.contains(r#""gpu":1"#), "{text}");
+        assert_eq!(serde_json::from_str::<AgentPlan>(&text).unwrap(), p);
+        let old = text.replace(r#""gpu":1,"#, "");
+        assert_eq!(serde_json::from_str::<AgentPlan>(&old).unwrap().gpu, 0);
     }
 }

@@ -26,6 +26,13 @@ pub const BATCH: usize = 2048;
 pub const INSTALL: &str =
     "pip install mooncake-transfer-engine-non-cuda==0.3.13.post1 (and apt-get install libibverbs1)";
 
+/// Why `--backend cuda` is refused with Mooncake. The pools of this process are device memory
+/// of its own CUDA context; the Python agent that registers them with Mooncake is another
+/// process, where those pointers mean nothing until they are exported and opened there as CUDA
+/// IPC handles, and the wheel the tests install (`-non-cuda`) cannot register device memory at
+/// all.
+pub const VRAM_REFUSAL: &str = "--backend cuda with --transport mooncake: GPU pools are not available through the Mooncake agent (it registers memory in its own Python process, and GPU pools would need CUDA IPC handles opened there, with Mooncake's CUDA wheel: pip install mooncake-transfer-engine==0.3.13.post1); use --transport nixl --backend cuda, or --backend cpu";
+
 /// The Python agent.
 pub struct MooncakeLink {
     child: Child,
@@ -175,7 +182,7 @@ impl Link for MooncakeLink {
         Ok((self.session.clone(), Vec::new()))
     }
 
-    fn connect(&mut self, peer: &str, _metadata: &[u8]) -> Result<(), AgentError> {
+    fn connect(&mut self, peer: &str, _metadata: &[u8], _peer_gpu: u32) -> Result<(), AgentError> {
         self.peer = Some(peer.to_owned());
         Ok(())
     }

@@ -1,6 +1,7 @@
 //! The NIXL side of an agent, through `nixl-sys` (stub API: the user's `libnixl_capi.so` is
 //! opened at run time). As SGLang's NIXL KV manager: one agent with the UCX backend, every KV
-//! region registered as `DRAM_SEG`, the peer's metadata loaded from the bootstrap exchange, and
+//! region registered as `DRAM_SEG` (host pools) or `VRAM_SEG` with its GPU's id (`--backend
+//! cuda`), the peer's metadata loaded from the bootstrap exchange, and
 //! per pair one `WRITE` transfer of the descriptor lists with a notification, polled to
 //! completion.
 
@@ -12,7 +13,7 @@ use nixl_sys::{
 };
 
 use super::pools::SharedPool;
-use super::{AgentError, AgentPlan, Link, Role, WriteStats};
+use super::{AgentError, AgentPlan, Link, Memory, Role, WriteStats};
 
 /// The install line printed when NIXL's library cannot be loaded.
 pub const INSTALL: &str = "pip install --no-deps nixl==1.5.1 nixl-cu12==1.5.1";
@@ -21,6 +22,8 @@ pub const INSTALL: &str = "pip install --no-deps nixl==1.5.1 nixl-cu12==1.5.1";
 struct Mem {
     addr: usize,
     len: usize,
+    kind: MemType,
+    device: u64,
 }
 
 impl MemoryRegion for Mem {
@@ -34,10 +37,10 @@ impl MemoryRegion for Mem {
 
 impl NixlDescriptor for Mem {
     fn mem_type(&self) -> MemType {
-        MemType::Dram
+        self.kind
     }
     fn device_id(&self) -> u64 {
-        0
+        self.device
     }
 }
 
@@ -48,6 +51,10 @@ pub struct NixlLink {
     regs: Vec<RegistrationHandle>,
     peer: Option<String>,
     seen: u32,
+    /// `DRAM_SEG` or `VRAM_SEG`, and this side's GPU.
+    kind: MemType,
+    device: u64,
+    peer_device: u64,
 }
 
 fn fail(what: &str) -> impl Fn(NixlError) -> AgentError + '_ {
@@ -77,14 +84,22 @@ impl NixlLink {
             ))
         })?;
         let backend = agent.create_backend("UCX", &params).map_err(fail("UCX backend creation"))?;
-        Ok(NixlLink { agent, backend, regs: Vec::new(), peer: None, seen: 0 })
+        let (kind, device) = match plan.memory {
+            Memory::Dram => (MemType::Dram, 0),
+            Memory::Vram => (MemType::Vram, u64::from(plan.gpu)),
+        };
+        Ok(NixlLink { agent, backend, regs: Vec::new(), peer: None, seen: 0, kind, device, peer_device: 0 })
     }
 }
 
 impl Link for NixlLink {
     fn describe(&self) -> String {
         let tls = std::env::var("UCX_TLS").unwrap_or_else(|_| "UCX default".into());
-        format!("NIXL agent, UCX backend ({}), DRAM_SEG regions", tls)
+        let seg = match self.kind {
+            MemType::Vram => format!("VRAM_SEG regions on GPU {}", self.device),
+            _ => "DRAM_SEG regions".into(),
+        };
+        format!("NIXL agent, UCX backend ({tls}), {seg}")
     }
 
     fn attach(&mut self, pools: &[&SharedPool]) -> Result<Vec<u64>, AgentError> {
@@ -95,7 +110,7 @@ impl Link for NixlLink {
         for &(a, l) in regions {
             let h = self
                 .agent
-                .register_memory(&Mem { addr: a as usize, len: l as usize }, None)
+                .register_memory(&Mem { addr: a as usize, len: l as usize, kind: self.kind, device: self.device }, None)
                 .map_err(fail("memory registration"))?;
             self.regs.push(h);
         }
@@ -106,22 +121,23 @@ impl Link for NixlLink {
         Ok((self.agent.name(), self.agent.get_local_md().map_err(fail("local metadata"))?))
     }
 
-    fn connect(&mut self, peer: &str, metadata: &[u8]) -> Result<(), AgentError> {
+    fn connect(&mut self, peer: &str, metadata: &[u8], peer_gpu: u32) -> Result<(), AgentError> {
         let name = self.agent.load_remote_md(metadata).map_err(fail("loading the decode's metadata"))?;
         if name != peer {
             return Err(AgentError::Transfer(format!("the decode's metadata names agent {name}, it said {peer}")));
         }
         self.peer = Some(name);
+        self.peer_device = if self.kind == MemType::Vram { u64::from(peer_gpu) } else { 0 };
         Ok(())
     }
 
     fn write(&mut self, descs: &[super::WriteDesc], notify: &str, deadline: Instant) -> Result<WriteStats, AgentError> {
         let peer = self.peer.clone().ok_or_else(|| AgentError::Transfer("NIXL write before connect".into()))?;
-        let mut local = XferDescList::new(MemType::Dram).map_err(fail("descriptor list"))?;
-        let mut remote = XferDescList::new(MemType::Dram).map_err(fail("descriptor list"))?;
+        let mut local = XferDescList::new(self.kind).map_err(fail("descriptor list"))?;
+        let mut remote = XferDescList::new(self.kind).map_err(fail("descriptor list"))?;
         for &(s, d, l) in descs {
-            local.add_desc(s as usize, l as usize, 0);
-            remote.add_desc(d as usize, l as usize, 0);
+            local.add_desc(s as usize, l as usize, self.device);
+            remote.add_desc(d as usize, l as usize, self.peer_device);
         }
         let mut args = OptArgs::new().map_err(fail("options"))?;
         args.add_backend(&self.backend).map_err(fail("options"))?;

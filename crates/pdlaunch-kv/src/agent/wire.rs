@@ -39,6 +39,9 @@ pub struct DecodeInfo {
     pub pages: Vec<u32>,
     /// The contiguous reference region (address, length).
     pub reference: (u64, u64),
+    /// The GPU the decode's pools are on (GPU pools only).
+    #[serde(default)]
+    pub gpu: u32,
 }
 
 /// What the prefill sends when it has written everything.

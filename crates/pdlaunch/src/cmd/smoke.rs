@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use pdlaunch_core::deployment::{Deployment, Geometry};
-use pdlaunch_kv::agent::Transport;
+use pdlaunch_kv::agent::{self, Memory, Transport};
 use pdlaunch_kv::case::Case;
 use pdlaunch_kv::geometry::KvGeometry;
 use pdlaunch_kv::memory::parse_bytes;
@@ -265,6 +265,21 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
         eprintln!("smoke: note: {n}");
     }
     let mut opts = opts;
+    let memory = if backend == BackendChoice::Cuda { Memory::Vram } else { Memory::Dram };
+    if args.transport.gpus.is_some() && (memory != Memory::Vram || transport == Transport::Memcpy) {
+        eprintln!(
+            "{}: --gpus places the agents' GPU pools: it needs --backend cuda and --transport nixl",
+            style.error("error")
+        );
+        return Ok(crate::EXIT_BAD_INPUT);
+    }
+    if transport != Transport::Memcpy && memory == Memory::Vram {
+        // Refused before any library is looked for, so that the refusal names the GPU.
+        if let Err(e) = agent::vram_refusal(transport) {
+            eprintln!("{}: {e}", style.error("error"));
+            return Ok(crate::EXIT_BAD_INPUT);
+        }
+    }
     if transport != Transport::Memcpy {
         let model = if transport == Transport::Nixl { TransferBackend::Nixl } else { TransferBackend::Mooncake };
         opts.transfer = opts.transfer.or(Some(model));
@@ -285,8 +300,7 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
                 transport,
                 case,
                 &bootstrap,
-                timeout,
-                opts.iterations,
+                super::transport::SideRun { timeout, iterations: opts.iterations, memory },
             ));
         }
         match super::transport::launcher(&args.transport, transport, &bootstrap, timeout) {

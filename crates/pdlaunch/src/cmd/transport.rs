@@ -41,6 +41,23 @@ pub struct TransportArgs {
     /// Run only this side's agent, here, meeting the other side on the bootstrap address.
     #[arg(long, value_parser = ["prefill", "decode"])]
     pub side: Option<String>,
+    /// With --backend cuda: the GPUs of the prefill's and the decode's pools, PREFILL,DECODE
+    /// (one number: both on it). Default: 0 and, when two or more GPUs are visible, 1.
+    #[arg(long, value_name = "PREFILL,DECODE", value_parser = parse_gpus)]
+    pub gpus: Option<(u32, u32)>,
+}
+
+/// `--gpus 0,1` or `--gpus 0`.
+pub fn parse_gpus(s: &str) -> Result<(u32, u32), String> {
+    let id = |t: &str| {
+        t.trim()
+            .parse::<u32>()
+            .map_err(|_| format!("`{t}` is not a GPU index: give PREFILL,DECODE, e.g. 0,1, or one index for both"))
+    };
+    match s.split_once(',') {
+        Some((p, d)) => Ok((id(p)?, id(d)?)),
+        None => id(s).map(|g| (g, g)),
+    }
 }
 
 /// The hidden `smoke-agent` command.
@@ -180,7 +197,18 @@ pub fn launcher(
         mooncake_python: mooncake_python(args),
         mooncake_protocol: "tcp".into(),
         memory: Memory::Dram,
+        gpus: args.gpus,
     })
+}
+
+/// How a side started alone runs.
+pub struct SideRun {
+    /// Limit for the whole side.
+    pub timeout: Duration,
+    /// Repetitions of the plan.
+    pub iterations: u32,
+    /// Pool memory (`--backend cuda`: GPU).
+    pub memory: Memory,
 }
 
 /// `--side prefill|decode`: runs one side here. Exit 0 when it completed (the decode prints
@@ -191,9 +219,9 @@ pub fn run_side(
     transport: Transport,
     case: Case,
     bootstrap: &str,
-    timeout: Duration,
-    iterations: u32,
+    run: SideRun,
 ) -> u8 {
+    let SideRun { timeout, iterations, memory } = run;
     if transport == Transport::Memcpy {
         eprintln!("error: --side needs --transport nixl or mooncake");
         return crate::EXIT_BAD_INPUT;
@@ -213,7 +241,9 @@ pub fn run_side(
         host,
         iterations: iterations.max(1) + 1,
         timeout_ms: timeout.as_millis() as u64,
-        memory: Memory::Dram,
+        memory,
+        // A side started alone: its own index of --gpus, else this host's first GPU.
+        gpu: args.gpus.map_or(0, |(p, d)| if role == Role::Prefill { p } else { d }),
         mooncake_python: mooncake_python(args),
         mooncake_protocol: "tcp".into(),
     };
