@@ -199,6 +199,40 @@ impl Drop for Running {
     }
 }
 
+/// Reads a started child's output on two threads: its stdout as lines, sent as they come, and
+/// the last `keep` bytes or so of its stderr, for error messages.
+pub(super) fn watch(child: &mut Child, keep: usize) -> (Receiver<String>, Arc<Mutex<String>>) {
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut err = child.stderr.take().expect("piped stderr");
+    let (tx, lines) = channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stdout).lines() {
+            let Ok(l) = l else { break };
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    let stderr = Arc::new(Mutex::new(String::new()));
+    let tail = stderr.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = err.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            let mut s = tail.lock().unwrap_or_else(|e| e.into_inner());
+            s.push_str(&String::from_utf8_lossy(&buf[..n]));
+            if s.len() > keep {
+                let cut = s.len() - keep / 2;
+                let cut = (cut..s.len()).find(|&i| s.is_char_boundary(i)).unwrap_or(s.len());
+                s.drain(..cut);
+            }
+        }
+    });
+    (lines, stderr)
+}
+
 fn with_tail(t: &str) -> String {
     if t.is_empty() {
         String::new()
@@ -230,34 +264,7 @@ impl TransportEngine {
             .and_then(|()| stdin.write_all(b"\n"))
             .map_err(|e| AgentError::Environment(format!("cannot hand the agent its plan: {e}")))?;
         drop(stdin);
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for l in BufReader::new(stdout).lines() {
-                let Ok(l) = l else { break };
-                if tx.send(l).is_err() {
-                    break;
-                }
-            }
-        });
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let keep = stderr.clone();
-        let mut err = child.stderr.take().expect("piped stderr");
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = err.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                let mut s = keep.lock().unwrap_or_else(|e| e.into_inner());
-                s.push_str(&String::from_utf8_lossy(&buf[..n]));
-                if s.len() > 16384 {
-                    let cut = s.len() - 8192;
-                    let cut = (cut..s.len()).find(|&i| s.is_char_boundary(i)).unwrap_or(s.len());
-                    s.drain(..cut);
-                }
-            }
-        });
+        let (lines, stderr) = watch(&mut child, 16384);
         Ok(Running { role: plan.role, child, lines, stderr })
     }
 

@@ -5,9 +5,9 @@
 //! and registered with `batch_register_memory`, and the writes as `batch_transfer_sync_write`
 //! calls of at most [`BATCH`] descriptors (4,096 in one batch are refused over TCP; 2,048 pass).
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -63,34 +63,7 @@ impl MooncakeLink {
                 ))
             })?;
         let stdin = child.stdin.take().expect("piped stdin");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let mut err = child.stderr.take().expect("piped stderr");
-        let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for l in BufReader::new(stdout).lines() {
-                let Ok(l) = l else { break };
-                if tx.send(l).is_err() {
-                    break;
-                }
-            }
-        });
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let keep = stderr.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = std::io::Read::read(&mut err, &mut buf) {
-                if n == 0 {
-                    break;
-                }
-                let mut s = keep.lock().unwrap_or_else(|e| e.into_inner());
-                s.push_str(&String::from_utf8_lossy(&buf[..n]));
-                if s.len() > 8192 {
-                    let cut = s.len() - 4096;
-                    let cut = (cut..s.len()).find(|&i| s.is_char_boundary(i)).unwrap_or(s.len());
-                    s.drain(..cut);
-                }
-            }
-        });
+        let (lines, stderr) = super::launch::watch(&mut child, 8192);
         let mut link = MooncakeLink {
             child,
             stdin,
