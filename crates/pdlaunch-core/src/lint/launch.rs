@@ -1,7 +1,10 @@
 //! Finding SGLang launches in commands: `python[3] -m sglang.launch_server`, `sglang serve`,
-//! `python -m sglang_router.launch_router` (and the router's `smg launch`), behind any wrapper
-//! (`exec`, `nohup`, `env`, `srun`, `numactl`, `docker run …`, `VAR=x` prefixes), and inside
-//! shell strings (`bash -c "…"`, `ssh host '…'`, here-documents, YAML scalars) read as scripts.
+//! Dynamo's SGLang workers over its releases, `python -m sglang_router.launch_server` and
+//! `smg server` (servers with a router), `python -m sglang_router.launch_router` (and the
+//! router's `smg launch`), behind any wrapper (`exec`, `nohup`, `env`, `srun`, `numactl`,
+//! `timeout`, `nsys profile`, `docker run … IMAGE python3 -m …`, `docker run --entrypoint python3
+//! IMAGE -m …`, `VAR=x` prefixes), and inside shell strings (`bash -c "…"`, `ssh host '…'`,
+//! here-documents, YAML scalars) read as scripts.
 
 use std::sync::Arc;
 
