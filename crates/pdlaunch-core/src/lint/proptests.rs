@@ -842,6 +842,12 @@ const SHELL_BITS: &[&str] = &[
     "sglang serve ",
     "--page-size ",
     "python -m sglang_router.launch_router ",
+    "docker run --entrypoint python3 img -m sglang.launch_server ",
+    "docker run --gpus '\"device=0\"' img ",
+    "python3 components/worker.py --skip-tokenizer-init ",
+    "smg server --router-policy ",
+    "python3 serve.py ",
+    "dynamo-run out=sglang ",
     "--prefill ",
     "http://h:1 ",
     "--config ",
@@ -932,6 +938,11 @@ fn fuzz_shell_reader() {
                 assert!(w.start <= w.end && w.end <= t.len(), "{w:?} out of {t:?}");
             }
         }
+        // What was read when nothing starts SGLang: places inside the text.
+        let files = [crate::read::source::SourceFile::new("run.sh", t.clone())];
+        for s in crate::lint::seen::seen(&files, &[]) {
+            assert!(s.at <= t.len() && !s.why.is_empty(), "{s:?} out of {t:?}");
+        }
     });
 }
 
@@ -943,6 +954,10 @@ fn fuzz_yaml_and_manifest_readers() {
             let mut out = Vec::new();
             manifest::scan_documents(&docs, 0, &Surroundings::default(), &mut out);
             manifest::services(&docs, 0);
+        }
+        let files = [crate::read::source::SourceFile::new("k.yaml", t.clone())];
+        for s in crate::lint::seen::seen(&files, &[]) {
+            assert!(s.at <= t.len(), "{s:?} out of {t:?}");
         }
     });
 }
