@@ -555,7 +555,88 @@ const PASTED: &[Pasted] = &[
         expect: &[],
         fixed: &[],
     },
+    // Every launcher our users have: Dynamo's SGLang worker modules of its 0.4 releases, ...
+    Pasted {
+        name: "launchers-dynamo-modules",
+        files: &["launchers/dynamo-modules.sh"],
+        edits: &[],
+        expect: &[("PD001", &["dynamo-modules.sh:12:3", "dynamo-modules.sh:22:3"])],
+        fixed: &[],
+    },
+    Pasted { name: "launchers-dynamo-modules-clean", files: &["launchers/dynamo-modules-clean.sh"], edits: &[], expect: &[], fixed: &[] },
+    // ... the example scripts they were before (`python3 components/worker.py`), ...
+    Pasted {
+        name: "launchers-dynamo-components",
+        files: &["launchers/dynamo-components.sh"],
+        edits: &[],
+        expect: &[("PD005", &["dynamo-components.sh:16:3", "dynamo-components.sh:26:3"])],
+        fixed: &[],
+    },
+    Pasted { name: "launchers-dynamo-components-clean", files: &["launchers/dynamo-components-clean.sh"], edits: &[], expect: &[], fixed: &[] },
+    // ... `docker run --entrypoint python3 IMAGE -m ...` beside `docker run IMAGE python3 -m ...`,
+    // each container given its own GPU, ...
+    Pasted {
+        name: "launchers-docker",
+        files: &["launchers/docker-entrypoint.sh"],
+        edits: &[],
+        expect: &[("PD002", &["docker-entrypoint.sh:9:16!", "docker-entrypoint.sh:23:3"])],
+        fixed: &[],
+    },
+    Pasted { name: "launchers-docker-clean", files: &["launchers/docker-entrypoint-clean.sh"], edits: &[], expect: &[], fixed: &[] },
+    // ... `sglang serve` behind srun, env, numactl, nsys, timeout and nohup in a SLURM job, ...
+    Pasted {
+        name: "launchers-slurm",
+        files: &["launchers/slurm-wrappers.sbatch"],
+        edits: &[],
+        expect: &[("PD001", &["slurm-wrappers.sbatch:15:46", "slurm-wrappers.sbatch:21:45"])],
+        fixed: &[],
+    },
+    Pasted { name: "launchers-slurm-clean", files: &["launchers/slurm-wrappers-clean.sbatch"], edits: &[], expect: &[], fixed: &[] },
+    // ... the interpreter as a Kubernetes container's command and the module in its args, ...
+    Pasted {
+        name: "launchers-k8s",
+        files: &["launchers/k8s-entrypoint.yaml"],
+        edits: &[],
+        expect: &[("PD002", &["k8s-entrypoint.yaml:18:21!", "k8s-entrypoint.yaml:54:15"])],
+        fixed: &[],
+    },
+    Pasted { name: "launchers-k8s-clean", files: &["launchers/k8s-entrypoint-clean.yaml"], edits: &[], expect: &[], fixed: &[] },
+    // ... and a compose service's entrypoint with the module in its command.
+    Pasted {
+        name: "launchers-compose",
+        files: &["launchers/compose-entrypoint.yaml"],
+        edits: &[],
+        expect: &[("PD005", &["compose-entrypoint.yaml:14:7", "compose-entrypoint.yaml:23:17!"])],
+        fixed: &[("launchers/compose-entrypoint.yaml", "launchers/compose-entrypoint-clean.yaml")],
+    },
+    Pasted { name: "launchers-compose-clean", files: &["launchers/compose-entrypoint-clean.yaml"], edits: &[], expect: &[], fixed: &[] },
 ];
+
+#[test]
+fn every_launcher_fixture_is_one_deployment_of_two_servers_and_a_router_or_two_workers() {
+    for p in PASTED.iter().filter(|p| p.name.starts_with("launchers-")) {
+        let l = lint::lint(&pasted_inputs(p), &Options::default());
+        assert_eq!(l.groups.len(), 1, "{}", p.name);
+        assert_eq!(l.groups[0].servers.len(), 2, "{}", p.name);
+        assert!(l.seen.is_empty(), "{}", p.name);
+    }
+}
+
+#[test]
+fn cli_says_which_commands_were_read_when_none_starts_sglang() {
+    let o = pdl(&["lint", "launchers/none-qualify.sh"], &dir());
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    let text = out(&o);
+    for want in [
+        "none-qualify.sh:5:1: `python3 serve.py --model Qwen/Qwen3-8B ...`: `serve.py` is a script of its own",
+        "none-qualify.sh:6:1: `python3 -m dynamo.frontend --http-port ...`: module `dynamo.frontend` starts no SGLang server",
+        "none-qualify.sh:7:1: `dynamo-run in=http out=sglang --model-path ...`: `dynamo-run out=sglang` takes Dynamo's own options",
+    ] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
+    // `pip install "sglang[all]"` names SGLang but starts nothing.
+    assert!(!text.contains("pip"), "{text}");
+}
 
 #[test]
 fn per_node_scripts_reconstruct_to_a_clean_deployment() {

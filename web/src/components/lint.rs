@@ -179,7 +179,20 @@ pub fn lint_view(props: &LintProps) -> Html {
     let summary = if !has_input {
         String::new()
     } else if l.launches.is_empty() {
-        "No SGLang launch found in this text.".to_owned()
+        // What was read instead, and why none of it starts SGLang.
+        let seen: Vec<String> = l
+            .seen
+            .iter()
+            .take(3)
+            .map(|s| {
+                let file = &l.files[s.file];
+                format!("{}:{}: `{}`: {}", file.name, file.position(s.at).0, s.command, s.why)
+            })
+            .collect();
+        match seen.is_empty() {
+            true => "No SGLang launch found in this text.".to_owned(),
+            false => format!("No SGLang launch found in this text. Read: {}", seen.join("; ")),
+        }
     } else {
         let n = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
         format!(

@@ -61,6 +61,8 @@ pub(super) fn build_groups(
                         continue;
                     }
                     words = dynamo::sglang_words(&words, spec).into();
+                } else if launch::starts_router_too(&l.entry) {
+                    words = launch::without_router_options(&words).into();
                 }
                 let tokens: Vec<String> = words.iter().map(|w| w.text.clone()).collect();
                 let origins = origins_of(files, &words);

@@ -1,7 +1,10 @@
 //! Finding SGLang launches in commands: `python[3] -m sglang.launch_server`, `sglang serve`,
-//! `python -m sglang_router.launch_router` (and the router's `smg launch`), behind any wrapper
-//! (`exec`, `nohup`, `env`, `srun`, `numactl`, `docker run …`, `VAR=x` prefixes), and inside
-//! shell strings (`bash -c "…"`, `ssh host '…'`, here-documents, YAML scalars) read as scripts.
+//! Dynamo's SGLang workers over its releases, `python -m sglang_router.launch_server` and
+//! `smg server` (servers with a router), `python -m sglang_router.launch_router` (and the
+//! router's `smg launch`), behind any wrapper (`exec`, `nohup`, `env`, `srun`, `numactl`,
+//! `timeout`, `nsys profile`, `docker run … IMAGE python3 -m …`, `docker run --entrypoint python3
+//! IMAGE -m …`, `VAR=x` prefixes), and inside shell strings (`bash -c "…"`, `ssh host '…'`,
+//! here-documents, YAML scalars) read as scripts.
 
 use std::sync::Arc;
 
@@ -160,13 +163,69 @@ impl LwsGroup {
     }
 }
 
-/// Modules that start an SGLang server. Dynamo's SGLang worker (`dynamo.sglang`) takes SGLang's
-/// server arguments plus options of its own, which the linter takes out (`dynamo.rs`) before
-/// reading the rest as SGLang's.
-const SERVER_MODULES: &[&str] = &["sglang.launch_server", DYNAMO_WORKER];
+/// Modules that start an SGLang server. Dynamo's SGLang worker (`dynamo.sglang`, from Dynamo
+/// 0.4) takes SGLang's server arguments plus options of its own, which the linter takes out
+/// (`dynamo.rs`) before reading the rest as SGLang's. Dynamo's earlier worker modules
+/// (`dynamo.sglang.worker`, `dynamo.sglang.decode_worker`, and the `components` ones they grew
+/// from) hand their whole argv to SGLang's parser. `sglang_router.launch_server` starts servers
+/// and a router in front of them from SGLang's server arguments and the router's, spelled
+/// `--router-*` ([`ROUTER_TOO`]).
+const SERVER_MODULES: &[&str] = &[
+    "sglang.launch_server",
+    DYNAMO_WORKER,
+    "dynamo.sglang.worker",
+    "dynamo.sglang.decode_worker",
+    "dynamo.sglang.components.worker",
+    "dynamo.sglang.components.decode_worker",
+    "sglang_router.launch_server",
+];
 /// Dynamo's SGLang worker module.
 pub const DYNAMO_WORKER: &str = "dynamo.sglang";
 const ROUTER_MODULES: &[&str] = &["sglang_router.launch_router"];
+/// Entries that start servers and a router together, whose `--router-*` options are the
+/// router's: `python -m sglang_router.launch_server` and the gateway's `smg server`.
+const ROUTER_TOO: &[&str] = &["sglang_router.launch_server", "smg server", "amg server"];
+
+/// True when the server `entry` starts a router beside it, whose options (`--router-*`) are
+/// among its arguments.
+pub fn starts_router_too(entry: &str) -> bool {
+    ROUTER_TOO.iter().any(|e| entry.ends_with(e))
+}
+
+/// The arguments of a [`starts_router_too`] entry that SGLang's server parser reads: the
+/// router's `--router-*` options are taken out with their values (every word up to the next
+/// option, as SGLang's server arguments take no positional ones).
+pub fn without_router_options(words: &[Word]) -> Vec<Word> {
+    let mut out = Vec::with_capacity(words.len());
+    let mut router = false;
+    for w in words {
+        if w.text.starts_with("--") {
+            router = w.text.starts_with("--router-");
+        }
+        if !router {
+            out.push(w.clone());
+        }
+    }
+    out
+}
+
+/// The example scripts Dynamo's SGLang workers were run as before they became modules
+/// (`python3 components/worker.py` in `examples/sglang`). Other backends' examples have
+/// scripts of these names too, so one is read as SGLang's only when its path names sglang or
+/// its arguments have `--skip-tokenizer-init`, which those workers required.
+const DYNAMO_SCRIPTS: &[&str] = &["worker.py", "decode_worker.py", "worker_inc.py", "decode_worker_inc.py"];
+
+/// True for the path of one of [`DYNAMO_SCRIPTS`] in a `components` folder.
+fn is_dynamo_script(w: &str) -> bool {
+    w.ends_with(".py")
+        && DYNAMO_SCRIPTS.contains(&basename(w))
+        && w.rsplit('/').nth(1).is_some_and(|dir| dir == "components")
+}
+
+/// True for `docker`, `podman`, `nerdctl`, whose `run` starts a container.
+fn is_container_runner(w: &str) -> bool {
+    matches!(basename(w), "docker" | "podman" | "nerdctl")
+}
 
 fn basename(w: &str) -> &str {
     // A plain backward loop: words are short, a searcher's setup costs more than it saves.
@@ -202,6 +261,11 @@ fn find_launch_in<'w>(n: usize, text: impl Fn(usize) -> &'w str) -> Option<(Prog
     let word = |j: usize| (j < n).then(|| text(j));
     for i in 0..n {
         let t = text(i);
+        if is_container_runner(t) && word(i + 1) == Some("run") {
+            if let Some(found) = container_entrypoint(i + 2, n, &text) {
+                return Some(found);
+            }
+        }
         if is_python(t) {
             let mut j = i + 1;
             while let Some(x) = word(j) {
@@ -225,6 +289,11 @@ fn find_launch_in<'w>(n: usize, text: impl Fn(usize) -> &'w str) -> Option<(Prog
                         return Some((p, i, j + 2, [basename(t), " -m ", m].concat()));
                     }
                 }
+            } else if let Some(script) = word(j).filter(|s| is_dynamo_script(s)) {
+                let sglang = has_sglang(script) || (j + 1..n).any(|k| text(k) == "--skip-tokenizer-init");
+                if sglang {
+                    return Some((Program::Server, i, j + 1, [basename(t), " ", script].concat()));
+                }
             }
         }
         // The next word first: it rules out most words without looking for a `/`.
@@ -235,10 +304,75 @@ fn find_launch_in<'w>(n: usize, text: impl Fn(usize) -> &'w str) -> Option<(Prog
             Some("launch") if matches!(basename(t), "smg" | "amg" | "sglang-router") => {
                 return Some((Program::Router, i, i + 2, [basename(t), " launch"].concat()))
             }
+            Some("server") if matches!(basename(t), "smg" | "amg") => {
+                return Some((Program::Server, i, i + 2, [basename(t), " server"].concat()))
+            }
             _ => {}
         }
     }
     None
+}
+
+/// The launch `docker run --entrypoint PROGRAM [options] IMAGE ARGS...` starts, whose words
+/// after `run` begin at `from`: the entrypoint replaces the image's, and the words after the
+/// image are its arguments (`--entrypoint python3 IMAGE -m sglang.launch_server ...`). The
+/// program word is the entrypoint's value (or `--entrypoint=...`).
+fn container_entrypoint<'w>(
+    from: usize,
+    n: usize,
+    text: &impl Fn(usize) -> &'w str,
+) -> Option<(Program, usize, usize, String)> {
+    let (at, program) = (from..n).find_map(|k| {
+        let w = text(k);
+        if w == "--entrypoint" {
+            (k + 1 < n).then(|| (k + 1, text(k + 1)))
+        } else {
+            w.strip_prefix("--entrypoint=").map(|v| (k, v))
+        }
+    })?;
+    let name = basename(program);
+    let rest = at + 1..n;
+    if is_python(program) {
+        let k = rest.clone().find(|&k| text(k) == "-m" && k + 1 < n)?;
+        let m = text(k + 1);
+        let p = if SERVER_MODULES.contains(&m) {
+            Program::Server
+        } else if ROUTER_MODULES.contains(&m) {
+            Program::Router
+        } else {
+            return None;
+        };
+        return Some((p, at, k + 2, [name, " -m ", m].concat()));
+    }
+    let sub = |s: &str| rest.clone().find(|&k| text(k) == s);
+    match name {
+        "sglang" => sub("serve").map(|k| (Program::Server, at, k + 1, "sglang serve".to_owned())),
+        "smg" | "amg" => {
+            let k = rest.clone().find(|&k| matches!(text(k), "launch" | "server"))?;
+            let p = if text(k) == "launch" { Program::Router } else { Program::Server };
+            Some((p, at, k + 1, [name, " ", text(k)].concat()))
+        }
+        _ => None,
+    }
+}
+
+/// The host GPUs a `docker run --gpus '"device=1,2"'` among `prefix` gives its container, as a
+/// `CUDA_VISIBLE_DEVICES` list: the container sees them as its GPUs 0, 1..., as a process with
+/// that variable does. `None` for `--gpus all`, a count, or no `--gpus`.
+fn container_gpus<'w>(prefix: impl Iterator<Item = &'w str>) -> Option<String> {
+    let mut words = prefix.skip_while(|w| !is_container_runner(w));
+    words.next()?;
+    let mut value = None;
+    while let Some(w) = words.next() {
+        if w == "--gpus" {
+            value = words.next();
+        } else if let Some(v) = w.strip_prefix("--gpus=") {
+            value = Some(v);
+        }
+    }
+    let list = value?.trim_matches(|c| c == '"' || c == '\'').strip_prefix("device=")?;
+    let valid = !list.is_empty() && list.split(',').all(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
+    valid.then(|| list.to_owned())
 }
 
 /// Words that open a compound command or negate one, skipped before the command name.
@@ -257,7 +391,7 @@ fn command_might_launch(lx: &Lexer<'_>, words: std::ops::Range<usize>) -> bool {
 /// True for a word that can belong to a launch; `sglang` says whether its command holds
 /// "sglang" at all.
 fn might_launch(w: &str, sglang: bool) -> bool {
-    (sglang && has_sglang(w)) || (w.ends_with("mg") && matches!(basename(w), "smg" | "amg"))
+    (sglang && has_sglang(w)) || (w.ends_with("mg") && matches!(basename(w), "smg" | "amg")) || is_dynamo_script(w)
 }
 
 /// A searcher for "sglang", built once.
@@ -358,6 +492,10 @@ pub fn scan_shell(
                     Some((program, i, start, entry)) => {
                         let prog = w0 + i;
                         add_wrapper_env(&mut env, (w0..prog).map(|k| (lx.text(k), lx.is_symbolic(k))));
+                        if let Some(devices) = container_gpus((w0..prog).map(|k| lx.text(k))) {
+                            env.retain(|(k, _)| k != "CUDA_VISIBLE_DEVICES");
+                            env.push(("CUDA_VISIBLE_DEVICES".to_owned(), devices));
+                        }
                         let at = lx.start(prog);
                         let python = is_python(lx.text(prog)).then(|| lx.text(prog).to_owned());
                         let args = (w0 + start..words.end).map(|k| lx.take_word(k)).collect();

@@ -20,6 +20,7 @@ pub mod manifest;
 mod place;
 pub mod recipe;
 pub mod reconstruct;
+pub mod seen;
 pub mod shell;
 mod terms;
 mod unknown;
@@ -241,6 +242,9 @@ pub struct Linted {
     pub findings: Vec<LintFinding>,
     /// Files that could not be read.
     pub unread: Vec<ReadProblem>,
+    /// When no launch was found: the commands read that look like program starts, and why each
+    /// is none.
+    pub seen: Vec<seen::Seen>,
 }
 
 impl Linted {
@@ -325,7 +329,8 @@ pub fn lint(inputs: &[Input], opts: &Options) -> Linted {
         let found = findings::run_rules(group);
         findings.extend(findings::lint_group(g, group, found, &files, &launches, &services));
     }
-    Linted { files, launches, groups, findings, unread }
+    let seen = if launches.is_empty() { seen::seen(&files, &config_files) } else { Vec::new() };
+    Linted { files, launches, groups, findings, unread, seen }
 }
 
 /// The `--config` paths the servers in `inputs` refer to, as written, with the index of the

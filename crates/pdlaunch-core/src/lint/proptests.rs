@@ -842,6 +842,12 @@ const SHELL_BITS: &[&str] = &[
     "sglang serve ",
     "--page-size ",
     "python -m sglang_router.launch_router ",
+    "docker run --entrypoint python3 img -m sglang.launch_server ",
+    "docker run --gpus '\"device=0\"' img ",
+    "python3 components/worker.py --skip-tokenizer-init ",
+    "smg server --router-policy ",
+    "python3 serve.py ",
+    "dynamo-run out=sglang ",
     "--prefill ",
     "http://h:1 ",
     "--config ",
@@ -932,6 +938,11 @@ fn fuzz_shell_reader() {
                 assert!(w.start <= w.end && w.end <= t.len(), "{w:?} out of {t:?}");
             }
         }
+        // What was read when nothing starts SGLang: places inside the text.
+        let files = [crate::read::source::SourceFile::new("run.sh", t.clone())];
+        for s in crate::lint::seen::seen(&files, &[]) {
+            assert!(s.at <= t.len() && !s.why.is_empty(), "{s:?} out of {t:?}");
+        }
     });
 }
 
@@ -943,6 +954,10 @@ fn fuzz_yaml_and_manifest_readers() {
             let mut out = Vec::new();
             manifest::scan_documents(&docs, 0, &Surroundings::default(), &mut out);
             manifest::services(&docs, 0);
+        }
+        let files = [crate::read::source::SourceFile::new("k.yaml", t.clone())];
+        for s in crate::lint::seen::seen(&files, &[]) {
+            assert!(s.at <= t.len(), "{s:?} out of {t:?}");
         }
     });
 }
@@ -1331,4 +1346,64 @@ fn placeholder_hosts_are_per_machine() {
         told.get()
     );
     assert!(told.get() * 20 >= n, "too few cases where the placeholder matters: {} of {n}", told.get());
+}
+
+/// `every_launcher_gives_the_bare_findings`: the server scripts of any rendered deployment, their
+/// `python -m sglang.launch_server` started by another launcher SGLang's arguments reach
+/// unchanged (Dynamo's early worker modules, `sglang_router.launch_server` with router options of
+/// its own) or behind wrappers (`numactl`, `timeout`, `nsys profile`, `env`, a container's
+/// `--entrypoint`), give the errors and warnings the bare scripts give.
+#[test]
+fn every_launcher_gives_the_bare_findings() {
+    const FORMS: &[&str] = &[
+        "{py} -m dynamo.sglang.worker",
+        "{py} -m dynamo.sglang.decode_worker",
+        "{py} -m sglang_router.launch_server --router-policy cache_aware",
+        "numactl --cpunodebind=0 timeout --signal=TERM 3h {py} -m sglang.launch_server",
+        "nsys profile -o trace-%p --trace=cuda,nvtx env SGLANG_LOG=1 {py} -m sglang.launch_server",
+        "docker run --rm --network host --entrypoint {py} lmsysorg/sglang:latest -m sglang.launch_server",
+        "sglang serve",
+    ];
+    let n = cases(60);
+    let mut runner = TestRunner::new(Config { cases: n, failure_persistence: None, ..Config::default() });
+    let said = |l: &crate::lint::Linted| -> Vec<(&'static str, String)> {
+        l.findings
+            .iter()
+            .filter(|f| f.finding.severity != crate::rules::Severity::Note)
+            .map(|f| (f.finding.code, f.finding.message.clone()))
+            .collect()
+    };
+    runner
+        .run(&(deployment(), 0..FORMS.len()), |(d, form)| {
+            let plan = crate::plan::plan(&d);
+            let files = crate::render::render_shell(&plan);
+            let bare = format!("{} -m {}", plan.python, crate::plan::SERVER_MODULE);
+            let wrapped = FORMS[form].replace("{py}", &plan.python);
+            let inputs = |wrap: bool| -> Vec<Input> {
+                files
+                    .iter()
+                    .map(|f| {
+                        let text = if wrap { f.contents.replace(&bare, &wrapped) } else { f.contents.clone() };
+                        Input::new(f.name.clone(), text)
+                    })
+                    .collect()
+            };
+            // Every server's command is started by the other launcher.
+            let servers = files.iter().map(|f| f.contents.matches(&bare).count()).sum::<usize>();
+            prop_assert!(servers > 0, "no `{}` in {:?}", bare, files.iter().map(|f| &f.contents).collect::<Vec<_>>());
+            let opts = Options {
+                release: Some(d.sglang_version),
+                router_release: Some(d.router_version),
+                ..Options::default()
+            };
+            let (before, after) = (lint(&inputs(false), &opts), lint(&inputs(true), &opts));
+            let servers_read =
+                before.launches.iter().filter(|l| l.program == crate::lint::launch::Program::Server).count();
+            prop_assert_eq!(servers, servers_read);
+            prop_assert_eq!(after.launches.len(), before.launches.len(), "{}", FORMS[form]);
+            prop_assert_eq!(said(&after), said(&before), "{}", FORMS[form]);
+            Ok(())
+        })
+        .unwrap();
+    eprintln!("every launcher: {n} generated deployments' scripts started by {} launchers", FORMS.len());
 }

@@ -1025,3 +1025,73 @@ fn a_named_target_port_is_the_selected_pods_port_of_that_name() {
     let l = run(&[("k.yaml", &text)]);
     assert_eq!(codes(&l), ["PD017"], "{:#?}", l.findings);
 }
+
+/// The forms a server is started in: (name, the command for `python -m sglang.launch_server
+/// ARGS` given its ARGS).
+const LAUNCHERS: &[(&str, &str)] = &[
+    ("bare", "python -m sglang.launch_server {}"),
+    ("sglang serve", "sglang serve {}"),
+    ("dynamo.sglang", "python3 -m dynamo.sglang {}"),
+    ("dynamo.sglang.worker", "python3 -m dynamo.sglang.worker {}"),
+    ("dynamo.sglang.decode_worker", "python3 -m dynamo.sglang.decode_worker {}"),
+    ("components/worker.py", "python3 components/worker.py --skip-tokenizer-init {}"),
+    ("examples/sglang/components/decode_worker.py", "python3 examples/sglang/components/decode_worker.py {}"),
+    ("sglang_router.launch_server", "python3 -m sglang_router.launch_server --router-policy cache_aware {} --router-dp-worker-base-port 31000"),
+    ("smg server", "smg server {} --router-log-level info"),
+    ("nohup", "nohup python3 -u -m sglang.launch_server {} > server.log 2>&1"),
+    ("env", "env -u HF_TOKEN SGLANG_LOG=1 python -m sglang.launch_server {}"),
+    ("numactl", "numactl --cpunodebind=0 --membind=0 python -m sglang.launch_server {}"),
+    ("timeout", "timeout --signal=TERM 3h python -m sglang.launch_server {}"),
+    ("nsys", "nsys profile -o trace-%p --trace=cuda,nvtx python -m sglang.launch_server {}"),
+    ("srun", "srun --overlap -N1 -n1 python -m sglang.launch_server {}"),
+    ("docker image command", "docker run --rm --gpus all --network host lmsysorg/sglang:latest python3 -m sglang.launch_server {}"),
+    ("docker --entrypoint", "docker run --rm --gpus all --network host --entrypoint python3 lmsysorg/sglang:latest -m sglang.launch_server {}"),
+    ("docker --entrypoint=", "docker run --rm --network host --entrypoint=sglang lmsysorg/sglang:latest serve {}"),
+    ("bash -c", "bash -c 'exec python -m sglang.launch_server {}'"),
+    ("uv run", "uv run --no-sync python -m sglang.launch_server {}"),
+];
+
+/// The errors and warnings of `l`, as (code, message).
+fn said(l: &Linted) -> Vec<(&'static str, String)> {
+    l.findings
+        .iter()
+        .filter(|f| f.finding.severity != Severity::Note)
+        .map(|f| (f.finding.code, f.finding.message.clone()))
+        .collect()
+}
+
+#[test]
+fn every_launcher_reads_the_same_server_argv_and_gives_the_same_findings() {
+    let mutants =
+        [("", ""), (" --page-size 64", " --page-size 1"), ("", " --kv-cache-dtype fp8_e4m3"), (" --tp-size 2", "")];
+    for (p, d) in mutants {
+        let bare = pd(p, d);
+        let lines: Vec<&str> = bare.lines().collect();
+        let args = |line: &str| {
+            line.strip_prefix("python -m sglang.launch_server ").unwrap().trim_end_matches(" &").to_owned()
+        };
+        let expected = run(&[("pd.sh", &bare)]);
+        let expected_args: Vec<Vec<String>> =
+            expected.launches.iter().map(|l| l.args.iter().map(|w| w.text.clone()).collect()).collect();
+        for (name, form) in LAUNCHERS {
+            let wrapped = format!(
+                "{} &\n{} &\n{}\n",
+                form.replace("{}", &args(lines[0])),
+                form.replace("{}", &args(lines[1])),
+                lines[2]
+            );
+            let l = run(&[("pd.sh", &wrapped)]);
+            assert_eq!(l.launches.len(), 3, "{name}: {wrapped}");
+            assert_eq!(l.groups.len(), 1, "{name}");
+            assert_eq!(said(&l), said(&expected), "{name}: {wrapped}");
+            // The argv SGLang's parser gets is the bare one's (with the `--skip-tokenizer-init`
+            // of SGLang's that Dynamo's early workers required).
+            for (k, server) in l.groups[0].servers.iter().enumerate() {
+                let got: Vec<&str> =
+                    server.words.iter().map(|w| w.text.as_str()).filter(|w| *w != "--skip-tokenizer-init").collect();
+                let want = &expected_args[expected.groups[0].servers[k].launch];
+                assert_eq!(got, *want, "{name}");
+            }
+        }
+    }
+}

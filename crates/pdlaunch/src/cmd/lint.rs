@@ -128,10 +128,11 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
     }
     if linted.launches.is_empty() {
         eprintln!(
-            "{}: no SGLang launch (`python -m sglang.launch_server`, `sglang serve`, `python -m sglang_router.launch_router`) found in {}",
+            "{}: no SGLang launch (`python -m sglang.launch_server`, `sglang serve`, `python -m dynamo.sglang`, `python -m sglang_router.launch_router`...) found in {}",
             style.error("error"),
             args.files.join(", ")
         );
+        print_seen(&linted);
         return Ok(crate::EXIT_BAD_INPUT);
     }
     if args.fix || args.write {
@@ -175,6 +176,26 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
     }
     let bad = !linted.is_clean() || (args.deny_warnings && linted.count(Severity::Warning) > 0);
     Ok(if bad { crate::EXIT_FINDINGS } else { 0 })
+}
+
+/// The most commands listed when no launch is found.
+const SEEN_SHOWN: usize = 5;
+
+/// Says which commands were read when none starts SGLang, and why each does not.
+fn print_seen(linted: &Linted) {
+    if linted.seen.is_empty() {
+        eprintln!("  no command that starts a program like one (an interpreter, a launcher, a container) was read");
+        return;
+    }
+    eprintln!("  commands read:");
+    for s in linted.seen.iter().take(SEEN_SHOWN) {
+        let file = &linted.files[s.file];
+        let (line, column) = file.position(s.at);
+        eprintln!("  {}:{line}:{column}: `{}`: {}", file.name, s.command, s.why);
+    }
+    if linted.seen.len() > SEEN_SHOWN {
+        eprintln!("  ... and {} more", linted.seen.len() - SEEN_SHOWN);
+    }
 }
 
 /// Writes `text` to `path` atomically, after copying the original to the first free `.bak` name.
