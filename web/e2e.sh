@@ -14,7 +14,7 @@ if [ -z "${SKIP_BUILD:-}" ]; then
 else
   ./web/build.sh --tools-only
 fi
-printf '\n==> transfer size (fails over the 512 KiB gzipped budget)\n'
+printf '\n==> transfer size (fails over the 576 KiB gzipped budget)\n'
 node web/e2e/size.mjs
 printf '\n==> building the CLI the test compares with\n'
 cargo build -p pdlaunch --locked

@@ -1,5 +1,5 @@
 // The app's transfer size: every file of dist/ a first visit downloads (wasm, js, css, html),
-// gzipped at level 9 as a server would send it. Budget: 512 KiB. Run as a script (by web/e2e.sh,
+// gzipped at level 9 as a server would send it. Budget: 576 KiB. Run as a script (by web/e2e.sh,
 // so the test command fails a build over budget) or imported (by bench.mjs).
 
 import { readdirSync, readFileSync } from 'node:fs';
@@ -7,7 +7,7 @@ import { dirname, extname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 
-export const BUDGET_BYTES = 512 * 1024;
+export const BUDGET_BYTES = 576 * 1024;
 const SENT = ['.wasm', '.js', '.css', '.html'];
 
 /** Each file's raw and gzipped size, and the gzipped total. */
