@@ -27,6 +27,8 @@ pub struct Cause {
 const SMOKE_NIXL: &str = "pdlaunch smoke FILE --transport nixl --across netns";
 /// The probe of a running deployment through its router.
 const PROBE: &str = "pdlaunch probe --router URL";
+/// The Mooncake smoke test across a real network interface.
+const SMOKE_MOONCAKE: &str = "pdlaunch smoke FILE --transport mooncake --across netns";
 
 /// Every cause, in code order. Codes are stable: append, never renumber.
 pub static CAUSES: &[Cause] = &[
@@ -111,7 +113,7 @@ pub static CAUSES: &[Cause] = &[
             decode's, its buffers are unregistered (no GPUDirect), or the decode is gone.",
         fix: "Name the NIC next to each GPU (`--disaggregation-ib-device mlx5_0,mlx5_1`), check `ibstat` and \
             `nvidia_peermem`; `MC_FORCE_TCP=1` tells a fabric fault apart.",
-        command: Some(PROBE),
+        command: Some(SMOKE_MOONCAKE),
     },
     Cause {
         code: "ENV006",
