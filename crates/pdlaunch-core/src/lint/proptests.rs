@@ -282,6 +282,11 @@ fn cases_from(setting: Option<&str>, default: u32) -> u32 {
     setting.and_then(|v| v.trim().parse().ok()).unwrap_or(default).max(MIN_CASES)
 }
 
+/// Lint options naming the SGLang and router releases `d` was rendered for.
+fn release_options(d: &Deployment) -> Options {
+    Options { release: Some(d.sglang_version), router_release: Some(d.router_version), ..Options::default() }
+}
+
 #[test]
 fn the_case_count_has_a_floor() {
     assert_eq!(cases_from(None, 300), 300);
@@ -302,11 +307,7 @@ fn round_trip() {
             let plan = crate::plan::plan(&d);
             let files = crate::render::render_shell(&plan);
             let inputs: Vec<Input> = files.iter().map(|f| Input::new(f.name.clone(), f.contents.clone())).collect();
-            let opts = Options {
-                release: Some(d.sglang_version),
-                router_release: Some(d.router_version),
-                ..Options::default()
-            };
+            let opts = release_options(&d);
             let linted = lint(&inputs, &opts);
             prop_assert_eq!(
                 linted.groups.len(),
@@ -768,11 +769,7 @@ fn every_engine_runs_the_same_server_arguments() {
                         _ => Input::new(&f.name, &f.contents),
                     })
                     .collect();
-                let opts = Options {
-                    release: Some(d.sglang_version),
-                    router_release: Some(d.router_version),
-                    ..Options::default()
-                };
+                let opts = release_options(&d);
                 let linted = lint(&inputs, &opts);
                 prop_assert_eq!(linted.groups.len(), 1, "{}", format.as_str());
                 let group = &linted.groups[0];
@@ -1164,11 +1161,7 @@ fn broken_continuations_are_found_and_joined() {
             let plan = crate::plan::plan(&d);
             let files = crate::render::render_shell(&plan);
             let inputs: Vec<Input> = files.iter().map(|f| Input::new(f.name.clone(), f.contents.clone())).collect();
-            let opts = Options {
-                release: Some(d.sglang_version),
-                router_release: Some(d.router_version),
-                ..Options::default()
-            };
+            let opts = release_options(&d);
             let tokens = |l: &Linted| -> Vec<Vec<String>> {
                 let mut v: Vec<Vec<String>> =
                     l.groups.iter().flat_map(|g| &g.servers).map(|s| s.view.tokens.clone()).collect();
@@ -1270,11 +1263,7 @@ fn files_given_together_pair_up() {
                     Input::new(f.name.clone(), text)
                 })
                 .collect();
-            let opts = Options {
-                release: Some(d.sglang_version),
-                router_release: Some(d.router_version),
-                ..Options::default()
-            };
+            let opts = release_options(&d);
             let linted = lint(&inputs, &opts);
             prop_assert_eq!(linted.groups.len(), 1, "{:?}", linted.groups.iter().map(|g| &g.name).collect::<Vec<_>>());
             let found = linted.findings.iter().filter(|f| f.finding.code == "PD056").count();
@@ -1319,11 +1308,7 @@ fn placeholder_hosts_are_per_machine() {
                     Input::new(f.name.clone(), text)
                 })
                 .collect();
-            let opts = Options {
-                release: Some(d.sglang_version),
-                router_release: Some(d.router_version),
-                ..Options::default()
-            };
+            let opts = release_options(&d);
             let linted = lint(&inputs, &opts);
             let wrong: Vec<&String> = linted
                 .findings
@@ -1391,11 +1376,7 @@ fn every_launcher_gives_the_bare_findings() {
             // Every server's command is started by the other launcher.
             let servers = files.iter().map(|f| f.contents.matches(&bare).count()).sum::<usize>();
             prop_assert!(servers > 0, "no `{}` in {:?}", bare, files.iter().map(|f| &f.contents).collect::<Vec<_>>());
-            let opts = Options {
-                release: Some(d.sglang_version),
-                router_release: Some(d.router_version),
-                ..Options::default()
-            };
+            let opts = release_options(&d);
             let (before, after) = (lint(&inputs(false), &opts), lint(&inputs(true), &opts));
             let servers_read =
                 before.launches.iter().filter(|l| l.program == crate::lint::launch::Program::Server).count();
