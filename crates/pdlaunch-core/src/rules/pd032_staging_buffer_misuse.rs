@@ -46,8 +46,8 @@ fn check(ctx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
 
     for (backend, servers) in group(on.iter().copied(), |s| {
-        let b = s.value("disaggregation_transfer_backend").unwrap_or_else(|| "mooncake".into());
-        (!matches!(b.as_str(), "mooncake" | "nixl" | "mooncake_tcp")).then_some(b)
+        let b = s.transfer_backend();
+        (!matches!(b.as_str(), "mooncake" | "nixl")).then_some(b)
     }) {
         let message = format!(
             "{}: {NAME} is on with transfer backend `{backend}`, but the staging buffer only works with mooncake or nixl",
@@ -97,7 +97,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
 
     let staged_pp = on.iter().copied().filter(|s| s.role == Some(Role::Prefill) && s.size("pp_size") > 1);
     for (backend, servers) in group(staged_pp, |s| {
-        let b = s.value("disaggregation_transfer_backend").unwrap_or_else(|| "mooncake".into());
+        let b = s.transfer_backend();
         (b == "nixl").then_some(b)
     }) {
         let message = format!(

@@ -66,8 +66,8 @@ fn check(ctx: &Context) -> Vec<Finding> {
             );
             out.push(finding(1, s, why, "add `--enable-prefill-cp --cp-strategy interleave`", "cp_strategy"));
         }
-        let backend = s.value("disaggregation_transfer_backend").unwrap_or_else(|| "mooncake".into());
-        if !matches!(backend.as_str(), "mooncake" | "mooncake_tcp") {
+        let backend = s.transfer_backend();
+        if backend != "mooncake" {
             let why = format!("with transfer backend `{backend}`");
             out.push(finding(2, s, why, "use the mooncake transfer backend", "disaggregation_transfer_backend"));
         }

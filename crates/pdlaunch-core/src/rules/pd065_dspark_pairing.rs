@@ -75,8 +75,8 @@ fn check(ctx: &Context) -> Vec<Finding> {
         if let Some(mode) = s.env.get("SGLANG_RAGGED_VERIFY_MODE").filter(|m| m.trim() != "static") {
             why.push(format!("SGLANG_RAGGED_VERIFY_MODE={mode}"));
         }
-        let backend = s.value("disaggregation_transfer_backend").unwrap_or_else(|| "mooncake".into());
-        if !matches!(backend.as_str(), "mooncake" | "mooncake_tcp" | "nixl") {
+        let backend = s.transfer_backend();
+        if !matches!(backend.as_str(), "mooncake" | "nixl") {
             why.push(format!("transfer backend `{backend}`"));
             at.push("disaggregation_transfer_backend");
         }

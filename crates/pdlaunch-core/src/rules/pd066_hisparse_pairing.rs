@@ -39,8 +39,8 @@ fn check(ctx: &Context) -> Vec<Finding> {
         if !d.switch("enable_hisparse") {
             continue;
         }
-        let backend = d.value("disaggregation_transfer_backend").unwrap_or_else(|| "mooncake".into());
-        let mooncake = matches!(backend.as_str(), "mooncake" | "mooncake_tcp");
+        let backend = d.transfer_backend();
+        let mooncake = backend == "mooncake";
         let nixl = backend == "nixl";
         let relayout = p.size("dcp_size") == 1 && d.size("dcp_size") > 1;
         let (pa, da) = (p.attn_tp(), d.attn_tp());
