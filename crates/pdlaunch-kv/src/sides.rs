@@ -4,13 +4,13 @@
 
 use pdlaunch_core::deployment::{Deployment, Role};
 use pdlaunch_core::rules::Context;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::dtype::{KvDtype, UnsupportedDtype};
 use crate::layout::SideConfig;
 
 /// One side, with where its values came from.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SideFacts {
     /// Prefill or decode.
     pub role: Role,
@@ -21,12 +21,12 @@ pub struct SideFacts {
     /// Why the page size differs from what was written (backend snaps, defaults).
     pub page_size_why: Vec<String>,
     /// What the page size depends on that pdlaunch was not told.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page_size_assumption: Option<String>,
     /// The `--kv-cache-dtype` string SGLang compares across sides.
     pub kv_cache_dtype: String,
     /// How `auto` was resolved, when it was.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dtype_note: Option<String>,
     /// `--tp-size`.
     pub tp: u32,
@@ -39,7 +39,7 @@ pub struct SideFacts {
 }
 
 /// Both sides.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sides {
     /// Prefill.
     pub prefill: SideFacts,

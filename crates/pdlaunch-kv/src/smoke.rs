@@ -60,6 +60,9 @@ pub struct Options {
     /// Move the KV between two agent processes through NIXL or Mooncake instead of the
     /// in-process engines.
     pub transport: Option<Launcher>,
+    /// Read the run back from the reports of agents that ran on the deployment's own nodes
+    /// (`--report`) instead of running it.
+    pub hosts: Option<crate::agent::hosts::Replay>,
 }
 
 impl Default for Options {
@@ -75,6 +78,7 @@ impl Default for Options {
             wait_limit: Duration::from_secs(60),
             threads: None,
             transport: None,
+            hosts: None,
         }
     }
 }
@@ -427,6 +431,18 @@ struct Chosen {
 }
 
 fn choose_engine(opts: &Options) -> Result<Chosen, SmokeError> {
+    if let Some(r) = &opts.hosts {
+        let env = Environment {
+            backend: r.variants().remove(0),
+            requested: opts.backend,
+            note: Some(r.describe()),
+            cpu_threads: 1,
+            driver_version: None,
+            devices: Vec::new(),
+            kernel: None,
+        };
+        return Ok(Chosen { engine: Box::new(r.clone()), env });
+    }
     if let Some(l) = &opts.transport {
         return transport_engine(l, opts);
     }

@@ -342,43 +342,41 @@ impl Engine for TransportEngine {
             return Err(EngineError::Device("the decode agent verified another number of slices than planned".into()));
         }
         self.verification = Some(v);
-        // The first repetition carries the connection; the figures are the others'.
-        let first = f.totals.first().copied().unwrap_or(0.0);
-        let totals: Vec<f64> = f.totals.iter().skip(1).copied().collect();
-        let pair_times: Vec<Vec<f64>> = f.pair_times.iter().map(|t| t.iter().skip(1).copied().collect()).collect();
-        let steady = median(totals.clone());
-        let reference_first = f.reference.first().copied().unwrap_or(0.0);
-        let reference = Reference {
-            what: format!(
-                "the same library moving the same {} bytes as one contiguous region ({} repetition(s))",
-                f.reference_bytes,
-                f.reference.len().saturating_sub(1)
-            ),
-            bytes: f.reference_bytes,
-            seconds: median(f.reference.iter().skip(1).copied().collect()),
-        };
-        let detail = format!(
-            "{}; {}; {} call(s) per repetition; first transfer {:.3} s, of which connection {:.3} s (first reference copy {:.3} s)",
-            f.library,
-            self.describe(),
-            f.calls,
-            first,
-            (first - steady).max(0.0),
-            reference_first
-        );
-        let mut run = EngineRun::from_samples(
-            self.launcher.transport.name().into(),
-            detail,
-            &job.prepared.plan,
-            pair_times,
-            totals,
-            reference,
-        );
-        run.first_seconds = Some(first);
-        Ok(run)
+        Ok(agent_run(self.launcher.transport, &self.describe(), &f, job))
     }
 
     fn take_verification(&mut self) -> Option<Verification> {
         self.verification.take()
     }
+}
+
+/// The engine run of a transfer between agents, from the prefill's figures: the first repetition
+/// carries the connection, the figures are the others'. `place` says where the agents ran.
+pub fn agent_run(transport: Transport, place: &str, f: &super::PrefillOutcome, job: &Job<'_>) -> EngineRun {
+    let first = f.totals.first().copied().unwrap_or(0.0);
+    let totals: Vec<f64> = f.totals.iter().skip(1).copied().collect();
+    let pair_times: Vec<Vec<f64>> = f.pair_times.iter().map(|t| t.iter().skip(1).copied().collect()).collect();
+    let steady = median(totals.clone());
+    let reference_first = f.reference.first().copied().unwrap_or(0.0);
+    let reference = Reference {
+        what: format!(
+            "the same library moving the same {} bytes as one contiguous region ({} repetition(s))",
+            f.reference_bytes,
+            f.reference.len().saturating_sub(1)
+        ),
+        bytes: f.reference_bytes,
+        seconds: median(f.reference.iter().skip(1).copied().collect()),
+    };
+    let detail = format!(
+        "{}; {place}; {} call(s) per repetition; first transfer {:.3} s, of which connection {:.3} s (first reference copy {:.3} s)",
+        f.library,
+        f.calls,
+        first,
+        (first - steady).max(0.0),
+        reference_first
+    );
+    let mut run =
+        EngineRun::from_samples(transport.name().into(), detail, &job.prepared.plan, pair_times, totals, reference);
+    run.first_seconds = Some(first);
+    run
 }

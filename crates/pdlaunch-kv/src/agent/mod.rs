@@ -24,6 +24,7 @@ use crate::verify::{Class, Verification};
 
 #[cfg(feature = "cuda")]
 pub mod device;
+pub mod hosts;
 pub mod launch;
 pub mod mooncake;
 pub mod netns;

@@ -259,6 +259,7 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
         wait_limit: Duration::from_secs(args.timeout.max(1)),
         threads: None,
         transport: None,
+        hosts: None,
     };
     let (transport, note) = super::transport::choose(&args.transport, &sides.prefill.transfer_backend);
     if let Some(n) = note {

@@ -1,0 +1,605 @@
+//! The agents on the deployment's own nodes (`pdlaunch smoke --across hosts`): the plan they run,
+//! and their reports read back into the same run a local smoke test makes.
+//!
+//! On those nodes only the deployment's image (or environment) is sure to be there, so the agent
+//! is a small Python program ([`SCRIPT`], `python/host_agent.py`) that drives the image's own NIXL
+//! or Mooncake bindings, the very ones SGLang calls. It knows no layout: [`plan`] resolves every
+//! case (the clean one and the negative controls) into pool sizes, the regions each side
+//! registers and SGLang's write descriptors per rank pair, as tables of little-endian u64s
+//! compressed with zlib and base64-encoded (a ConfigMap holds 1 MiB; a plan of 1,024 tokens of
+//! an 80-layer GQA model is tens of KiB this way).
+//!
+//! The agent's pools carry a position pattern instead of canaries (every 8-byte word names its
+//! rank and index), so that the decode can report, as runs, where each word of its pools came
+//! from. [`Replay`] turns those runs back into the decode pools a local run would have: the
+//! prefill's canary pools copied at the reported places over the decode's initial pools, garbage
+//! where the decode saw words of no pool. The standard verification, table and figures follow,
+//! from the prefill's timings.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+
+use super::launch::agent_run;
+use super::region::{rank_infos, regions, resolve};
+use super::{Memory, PrefillOutcome, Role, Transport};
+use crate::case::{prepare, Case, Perturbation, Prepared};
+use crate::engine::{Engine, EngineError, EngineRun, Job};
+use crate::geometry::KvGeometry;
+use crate::sides::Sides;
+use crate::transfer::TransferBackend;
+
+/// The agent program.
+pub const SCRIPT: &str = include_str!("../../python/host_agent.py");
+/// What starts an agent's report line.
+pub const REPORT_PREFIX: &str = "PDLAUNCH-SMOKE-REPORT ";
+/// The plan's format.
+pub const PLAN_SCHEMA: &str = "pdlaunch-smoke-plan/1";
+/// The reports' format.
+pub const REPORT_SCHEMA: &str = "pdlaunch-smoke-report/1";
+/// The word size of the position pattern: every offset and length must be a multiple of it.
+const WORD: u64 = 8;
+/// What a word of no pool is rebuilt as (it matches no canary, guard or stale pattern).
+const GARBAGE: u8 = 0xDB;
+
+/// Each side's `--disaggregation-ib-device`, as the deployment gives it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SideDevices {
+    /// The prefill's.
+    pub prefill: Option<String>,
+    /// The decode's.
+    pub decode: Option<String>,
+}
+
+impl SideDevices {
+    /// The device names of both sides (a JSON mapping's values included).
+    pub fn names(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for text in [&self.prefill, &self.decode].into_iter().flatten() {
+            let lists: Vec<String> = match serde_json::from_str::<BTreeMap<String, String>>(text) {
+                Ok(m) => m.into_values().collect(),
+                Err(_) if text.ends_with(".json") => Vec::new(),
+                Err(_) => vec![text.clone()],
+            };
+            for d in lists.iter().flat_map(|l| l.split(',')).map(str::trim).filter(|d| !d.is_empty()) {
+                if !out.iter().any(|o| o == d) {
+                    out.push(d.to_owned());
+                }
+            }
+        }
+        out
+    }
+}
+
+/// What the run is about, echoed by both agents so that their reports alone rebuild it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Context {
+    /// The deployment's name.
+    pub name: String,
+    /// Model geometry.
+    pub geometry: KvGeometry,
+    /// Where it came from.
+    pub geometry_source: String,
+    /// Both sides as the pools see them.
+    pub sides: Sides,
+    /// Tokens in the request.
+    pub tokens: u32,
+    /// Canary seed.
+    pub seed: u64,
+    /// The transfer engine whose descriptors are reproduced.
+    pub transfer: TransferBackend,
+    /// Whether the negative controls run too.
+    pub negative_controls: bool,
+    /// Timed repetitions (the agents run one more: the first carries the connection).
+    pub iterations: u32,
+    /// The library.
+    pub transport: Transport,
+    /// The IB devices the deployment names.
+    pub ib_device: SideDevices,
+}
+
+/// One case as the agents run it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct HostCase {
+    /// `clean` or the negative control's name.
+    pub label: String,
+    /// Bytes of each prefill rank's pool.
+    pub prefill_pools: Vec<u64>,
+    /// Bytes of each decode rank's pool.
+    pub decode_pools: Vec<u64>,
+    /// Bytes of the contiguous reference region (on both sides).
+    pub reference: u64,
+    /// The prefill's registered regions: rows of (rank, offset, length).
+    pub prefill_regions: String,
+    /// The decode's.
+    pub decode_regions: String,
+    /// Pairs in the transfer plan (those without writes included).
+    pub pair_count: usize,
+    /// The writes of each pair that has any.
+    pub pairs: Vec<HostPair>,
+}
+
+/// One rank pair's writes.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct HostPair {
+    /// Index in the transfer plan.
+    pub index: usize,
+    /// Rows of (prefill rank, offset, decode rank, offset, length).
+    pub descs: String,
+}
+
+/// The plan both agents of a pair read.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct HostPlan {
+    /// [`PLAN_SCHEMA`].
+    pub schema: String,
+    /// The library.
+    pub transport: Transport,
+    /// The prefill's bootstrap HOST:PORT (each agent's `--bootstrap` may replace it).
+    pub bootstrap: String,
+    /// Seconds each side may take.
+    pub timeout_s: u64,
+    /// Repetitions of each case's writes (the first carries the connection).
+    pub iterations: u32,
+    /// Pool memory.
+    pub memory: Memory,
+    /// Each side's IB devices (the agent checks them and gives them to Mooncake).
+    pub ib_device: SideDevices,
+    /// The cases, clean first.
+    pub cases: Vec<HostCase>,
+    /// Echoed in the reports.
+    pub context: Context,
+}
+
+fn pack(rows: &[u64]) -> String {
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(6));
+    let bytes: Vec<u8> = rows.iter().flat_map(|v| v.to_le_bytes()).collect();
+    // Writing to a Vec cannot fail.
+    let _ = z.write_all(&bytes);
+    base64::engine::general_purpose::STANDARD.encode(z.finish().unwrap_or_default())
+}
+
+fn unpack(text: &str, columns: usize) -> Result<Vec<Vec<i64>>, String> {
+    let z = base64::engine::general_purpose::STANDARD.decode(text).map_err(|e| format!("not base64: {e}"))?;
+    let mut bytes = Vec::new();
+    flate2::read::ZlibDecoder::new(&z[..]).read_to_end(&mut bytes).map_err(|e| format!("not zlib: {e}"))?;
+    if bytes.len() % (8 * columns) != 0 {
+        return Err(format!("{} bytes are not rows of {columns} words", bytes.len()));
+    }
+    Ok(bytes
+        .chunks(8 * columns)
+        .map(|row| row.chunks(8).map(|w| i64::from_le_bytes(w.try_into().unwrap_or([0; 8]))).collect())
+        .collect())
+}
+
+fn host_case(p: &Prepared) -> Result<HostCase, String> {
+    let label = p.label();
+    let aligned = |what: &str, v: u64| {
+        if v % WORD == 0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "case {label}: {what} of {v} bytes is not a multiple of {WORD}: the agents' position pattern needs \
+                 8-byte words (a layout this small cannot run across hosts; use --across local|netns)"
+            ))
+        }
+    };
+    for r in p.prefill.ranks.iter().chain(&p.decode.ranks) {
+        aligned("a pool", r.pool_bytes)?;
+    }
+    let table = |side: &crate::layout::SideLayout| {
+        let zero = vec![0u64; side.ranks.len()];
+        regions(side, &zero).iter().flat_map(|r| [r.rank as u64, r.addr, r.len]).collect::<Vec<u64>>()
+    };
+    let zero = vec![0u64; p.decode.ranks.len()];
+    let infos = rank_infos(&p.decode, &zero);
+    let mut pairs = Vec::new();
+    for (index, pair) in p.plan.pairs.iter().enumerate() {
+        let Some(d) = pair.decode else { continue };
+        if pair.descriptors.is_empty() {
+            continue;
+        }
+        let mut rows = Vec::with_capacity(pair.descriptors.len() * 5);
+        for x in &pair.descriptors {
+            let dst = resolve(&p.decode.ranks[d], &infos[d], x.dst, x.len).ok_or_else(|| {
+                format!(
+                    "case {label}: a descriptor of {} -> {} is outside the decode's registered buffers",
+                    pair.prefill_label, pair.decode_label
+                )
+            })?;
+            aligned("a slice", x.len)?;
+            aligned("a source offset", x.src)?;
+            aligned("a destination offset", dst)?;
+            rows.extend([pair.prefill as u64, x.src, d as u64, dst, x.len]);
+        }
+        pairs.push(HostPair { index, descs: pack(&rows) });
+    }
+    Ok(HostCase {
+        label: label.to_owned(),
+        prefill_pools: p.prefill.ranks.iter().map(|r| r.pool_bytes).collect(),
+        decode_pools: p.decode.ranks.iter().map(|r| r.pool_bytes).collect(),
+        reference: p.plan.bytes(),
+        prefill_regions: pack(&table(&p.prefill)),
+        decode_regions: pack(&table(&p.decode)),
+        pair_count: p.plan.pairs.len(),
+        pairs,
+    })
+}
+
+/// The case of a context.
+pub fn case_of(ctx: &Context) -> Case {
+    Case {
+        geometry: ctx.geometry,
+        prefill: ctx.sides.prefill.config,
+        decode: ctx.sides.decode.config,
+        backend: ctx.transfer,
+        tokens: ctx.tokens,
+        seed: ctx.seed,
+    }
+}
+
+/// The agents' plan: the clean case and, when asked, every negative control that applies.
+pub fn plan(ctx: Context, bootstrap: &str, timeout_s: u64, memory: Memory) -> Result<HostPlan, String> {
+    let case = case_of(&ctx);
+    let clean = prepare(&case, None).map_err(|e| e.to_string())?;
+    let mut cases = vec![host_case(&clean)?];
+    drop(clean);
+    if ctx.negative_controls {
+        for c in Perturbation::ALL {
+            if c.apply(&case).is_err() {
+                continue;
+            }
+            if let Ok(p) = prepare(&case, Some(c)) {
+                cases.push(host_case(&p)?);
+            }
+        }
+    }
+    Ok(HostPlan {
+        schema: PLAN_SCHEMA.into(),
+        transport: ctx.transport,
+        bootstrap: bootstrap.to_owned(),
+        timeout_s: timeout_s.max(1),
+        iterations: ctx.iterations.max(1) + 1,
+        memory,
+        ib_device: ctx.ib_device.clone(),
+        cases,
+        context: ctx,
+    })
+}
+
+/// An RDMA device port as an agent saw it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IbPort {
+    /// Port number.
+    pub port: u32,
+    /// `4: ACTIVE`...
+    #[serde(default)]
+    pub state: Option<String>,
+    /// `InfiniBand` or `Ethernet` (RoCE).
+    #[serde(default)]
+    pub link_layer: Option<String>,
+}
+
+/// An RDMA device as an agent saw it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IbDevice {
+    /// `mlx5_0`...
+    pub name: String,
+    /// Its ports.
+    #[serde(default)]
+    pub ports: Vec<IbPort>,
+}
+
+/// What an agent saw of its node's network.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Network {
+    /// Its host name.
+    #[serde(default)]
+    pub hostname: String,
+    /// Its address toward the other side.
+    #[serde(default)]
+    pub address: Option<String>,
+    /// The interface holding that address.
+    #[serde(default)]
+    pub interface: Option<String>,
+    /// The RDMA devices of the node.
+    #[serde(default)]
+    pub ib_devices: Vec<IbDevice>,
+    /// The transport settings in its environment (`UCX_TLS`, `MOONCAKE_PROTOCOL`...).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+/// One case as an agent reports it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CaseReport {
+    /// The case.
+    pub label: String,
+    /// The prefill's figures.
+    #[serde(default)]
+    pub prefill: Option<PrefillOutcome>,
+    /// The decode's runs: rows of (rank, word, words, kind, source rank, source word).
+    #[serde(default)]
+    pub runs: Option<String>,
+    /// Notifications the decode waited for.
+    #[serde(default)]
+    pub notifications: Option<u32>,
+}
+
+/// Why an agent stopped.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentFailure {
+    /// Its exit status.
+    pub code: u8,
+    /// Why.
+    pub message: String,
+}
+
+/// One agent's report.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct HostReport {
+    /// [`REPORT_SCHEMA`].
+    pub schema: String,
+    /// Its side.
+    pub role: Role,
+    /// Its pair.
+    #[serde(default)]
+    pub pair: u32,
+    /// The plan's digest (both sides must have run one plan).
+    #[serde(default)]
+    pub plan: String,
+    /// The run's context.
+    #[serde(default)]
+    pub context: Option<Context>,
+    /// The bootstrap address it used.
+    #[serde(default)]
+    pub bootstrap: String,
+    /// What it saw of its network.
+    #[serde(default)]
+    pub network: Network,
+    /// The library, as the agent describes it.
+    #[serde(default)]
+    pub library: Option<String>,
+    /// The cases it completed.
+    #[serde(default)]
+    pub cases: Vec<CaseReport>,
+    /// Why it stopped early.
+    #[serde(default)]
+    pub error: Option<AgentFailure>,
+}
+
+/// The two reports of one agent pair.
+#[derive(Clone, Debug)]
+pub struct PairReports {
+    /// The pair's number.
+    pub pair: u32,
+    /// Its prefill's report.
+    pub prefill: HostReport,
+    /// Its decode's report.
+    pub decode: HostReport,
+}
+
+/// The agents' reports in `files` (name, text: `kubectl logs` output, SLURM output files, a
+/// shell's log), paired. Every line holding [`REPORT_PREFIX`] is one report.
+pub fn read_reports(files: &[(String, String)]) -> Result<Vec<PairReports>, String> {
+    let mut found: Vec<(String, HostReport)> = Vec::new();
+    for (name, text) in files {
+        let before = found.len();
+        for (n, line) in text.lines().enumerate() {
+            let Some(at) = line.find(REPORT_PREFIX) else { continue };
+            let r: HostReport = serde_json::from_str(&line[at + REPORT_PREFIX.len()..])
+                .map_err(|e| format!("{name}:{}: the agent's report is not understood: {e}", n + 1))?;
+            if r.schema != REPORT_SCHEMA {
+                return Err(format!(
+                    "{name}:{}: a report of format {} (this pdlaunch reads {REPORT_SCHEMA})",
+                    n + 1,
+                    r.schema
+                ));
+            }
+            found.push((format!("{name}:{}", n + 1), r));
+        }
+        if found.len() == before {
+            return Err(format!(
+                "{name}: no agent report in it (a line starting `{REPORT_PREFIX}`): give the output of the agents, \
+                 e.g. `kubectl logs <agent pod>` or the SLURM step's log"
+            ));
+        }
+    }
+    let mut pairs: BTreeMap<u32, (Option<HostReport>, Option<HostReport>)> = BTreeMap::new();
+    for (place, r) in found {
+        let slot = pairs.entry(r.pair).or_default();
+        let side = if r.role == Role::Prefill { &mut slot.0 } else { &mut slot.1 };
+        if side.is_some() {
+            return Err(format!("{place}: a second {:?} report for pair {}", r.role, r.pair).to_lowercase());
+        }
+        *side = Some(r);
+    }
+    pairs
+        .into_iter()
+        .map(|(pair, slot)| match slot {
+            (Some(prefill), Some(decode)) => Ok(PairReports { pair, prefill, decode }),
+            (Some(_), None) => Err(format!("pair {pair}: the decode agent's report is missing; give both sides' logs")),
+            _ => Err(format!("pair {pair}: the prefill agent's report is missing; give both sides' logs")),
+        })
+        .collect()
+}
+
+/// What a side saw of its network, in a line.
+pub fn network_line(r: &HostReport) -> String {
+    let n = &r.network;
+    let mut s = format!("{} agent on {}", if r.role == Role::Prefill { "prefill" } else { "decode" }, n.hostname);
+    if let Some(a) = &n.address {
+        s.push_str(&format!(", address {a}"));
+        if let Some(i) = &n.interface {
+            s.push_str(&format!(" ({i})"));
+        }
+    }
+    let devs: Vec<String> = n
+        .ib_devices
+        .iter()
+        .map(|d| {
+            let ports: Vec<String> = d
+                .ports
+                .iter()
+                .map(|p| {
+                    let state = p.state.as_deref().map_or("?", |s| s.split(':').nth(1).unwrap_or(s).trim());
+                    format!("{}:{state}{}", p.port, p.link_layer.as_deref().map_or(String::new(), |l| format!(" {l}")))
+                })
+                .collect();
+            format!("{} [{}]", d.name, ports.join(", "))
+        })
+        .collect();
+    s.push_str(&format!("; IB devices: {}", if devs.is_empty() { "none".into() } else { devs.join(", ") }));
+    if let Some(l) = &r.library {
+        s.push_str(&format!("; {l}"));
+    }
+    for (k, v) in &n.env {
+        s.push_str(&format!("; {k}={v}"));
+    }
+    s
+}
+
+/// Why the run's bytes may not have gone the way the deployment's will: the deployment names
+/// IB devices, and a side shows none, none active, or its library was set to TCP.
+pub fn fallback_warnings(ctx: &Context, pair: &PairReports) -> Vec<String> {
+    let named = ctx.ib_device.names();
+    if named.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for r in [&pair.prefill, &pair.decode] {
+        let side = if r.role == Role::Prefill { "prefill" } else { "decode" };
+        let n = &r.network;
+        let active = n.ib_devices.iter().any(|d| {
+            named.contains(&d.name) && d.ports.iter().any(|p| p.state.as_deref().is_some_and(|s| s.contains("ACTIVE")))
+        });
+        let tcp = match ctx.transport {
+            Transport::Nixl => n.env.get("UCX_TLS").is_some_and(|t| t.split(',').all(|x| x.contains("tcp"))),
+            _ => {
+                n.env.get("MOONCAKE_PROTOCOL").is_some_and(|p| p == "tcp")
+                    || n.env.get("MC_FORCE_TCP").is_some_and(|v| v == "1")
+            }
+        };
+        if tcp || !active {
+            let why = if tcp {
+                "its environment sets the library to TCP".to_owned()
+            } else if n.ib_devices.is_empty() {
+                format!("{} shows no IB device at all", n.hostname)
+            } else {
+                format!("none of them is an active port on {}", n.hostname)
+            };
+            out.push(format!(
+                "the deployment names IB device(s) {}, but the {side} agent moved the KV over TCP: {why}; SGLang \
+                 would too, at a fraction of the bandwidth (check the pod's RDMA resources and /dev/infiniband, \
+                 `ibv_devinfo`, and UCX_TLS / MOONCAKE_PROTOCOL)",
+                named.join(", ")
+            ));
+        }
+    }
+    out
+}
+
+/// The decode pools a local run would have after the transfer, from the decode's runs.
+pub fn rebuild(p: &Prepared, runs: &str) -> Result<Vec<Vec<u8>>, String> {
+    let rows = unpack(runs, 6)?;
+    let mut images = p.decode_pools();
+    let source = p.prefill_pools();
+    for row in rows {
+        let [q, word, words, kind, src, src_word] = row[..] else { continue };
+        let bad = || format!("a run (rank {q}, word {word}, {words} words) is outside the pools");
+        let image = images.get_mut(usize::try_from(q).map_err(|_| bad())?).ok_or_else(bad)?;
+        let at = usize::try_from(word).map_err(|_| bad())? * 8;
+        let len = usize::try_from(words).map_err(|_| bad())? * 8;
+        let dst = image.get_mut(at..at + len).ok_or_else(bad)?;
+        match kind {
+            0 => {}
+            1 => {
+                let from = usize::try_from(src_word).map_err(|_| bad())? * 8;
+                let pool = source.get(usize::try_from(src).map_err(|_| bad())?).ok_or_else(bad)?;
+                dst.copy_from_slice(pool.get(from..from + len).ok_or_else(bad)?);
+            }
+            _ => dst.fill(GARBAGE),
+        }
+    }
+    Ok(images)
+}
+
+/// The reports of one pair as an engine: each case's decode pools rebuilt from the decode's
+/// runs, its figures from the prefill's timings.
+#[derive(Clone, Debug)]
+pub struct Replay {
+    /// The pair.
+    pub reports: PairReports,
+}
+
+impl Replay {
+    /// Where the agents ran, for the report.
+    pub fn describe(&self) -> String {
+        let host = |r: &HostReport| {
+            let n = &r.network;
+            match &n.address {
+                Some(a) => format!("{} ({a})", n.hostname),
+                None => n.hostname.clone(),
+            }
+        };
+        format!(
+            "two agents on the deployment's nodes, prefill on {} and decode on {}, meeting on {}",
+            host(&self.reports.prefill),
+            host(&self.reports.decode),
+            self.reports.prefill.bootstrap
+        )
+    }
+}
+
+impl Engine for Replay {
+    fn variants(&self) -> Vec<String> {
+        let t = self.reports.prefill.context.as_ref().map_or(Transport::Nixl, |c| c.transport);
+        vec![t.name().to_owned()]
+    }
+
+    fn run(&mut self, _variant: usize, job: &Job<'_>, decode: &mut [Vec<u8>]) -> Result<EngineRun, EngineError> {
+        let label = job.prepared.label();
+        let find = |r: &HostReport| r.cases.iter().find(|c| c.label == label).cloned();
+        let missing = |side: &str| {
+            EngineError::Device(format!("the {side} agent's report has no case `{label}` (it stopped before it)"))
+        };
+        let f = find(&self.reports.prefill).and_then(|c| c.prefill).ok_or_else(|| missing("prefill"))?;
+        let runs = find(&self.reports.decode).and_then(|c| c.runs).ok_or_else(|| missing("decode"))?;
+        let images =
+            rebuild(job.prepared, &runs).map_err(|e| EngineError::Device(format!("the decode's report: {e}")))?;
+        for (d, i) in decode.iter_mut().zip(images) {
+            *d = i;
+        }
+        let t = self.reports.prefill.context.as_ref().map_or(Transport::Nixl, |c| c.transport);
+        Ok(agent_run(t, &self.describe(), &f, job))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_round_trip_through_zlib_and_base64() {
+        let rows: Vec<u64> = (0..5000).map(|i| i * 4096 + 7).collect();
+        let text = pack(&rows);
+        assert!(text.len() < rows.len(), "{} bytes for {} rows", text.len(), rows.len());
+        let back = unpack(&text, 5).unwrap();
+        assert_eq!(back.len(), 1000);
+        assert_eq!(back[3][2] as u64, rows[17]);
+        assert!(unpack(&text, 3).is_err() || rows.len() % 3 == 0);
+        assert!(unpack("not base64!", 5).unwrap_err().starts_with("not base64"));
+    }
+
+    #[test]
+    fn device_names_come_from_lists_and_mappings() {
+        let d = SideDevices {
+            prefill: Some("mlx5_0, mlx5_1".into()),
+            decode: Some(r#"{"0": "mlx5_2", "1": "mlx5_0"}"#.into()),
+        };
+        assert_eq!(d.names(), ["mlx5_0", "mlx5_1", "mlx5_2"]);
+        assert!(SideDevices::default().names().is_empty());
+    }
+}

@@ -1,0 +1,201 @@
+//! The agent for the deployment's own nodes (`python/host_agent.py`) run here, both sides on
+//! loopback, through the real NIXL and Mooncake Python bindings (`PDLAUNCH_TEST_NIXL_PYTHON`,
+//! `PDLAUNCH_TEST_MOONCAKE_PYTHON`, which `scripts/setup/transports.sh` installs; skipped
+//! without them), and their reports read back into a smoke run: the verdict, the table and the
+//! negative controls come out as a local run's. Also a closed port and a wrong IB device name.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use pdlaunch_core::deployment::Deployment;
+use pdlaunch_core::load::{parse_deployment, Syntax};
+use pdlaunch_kv::agent::hosts::{self, Context, Replay, SideDevices};
+use pdlaunch_kv::agent::{Memory, Transport};
+use pdlaunch_kv::geometry::KvGeometry;
+use pdlaunch_kv::sides::from_deployment;
+use pdlaunch_kv::smoke::{run, BackendChoice, Input, Options, Verdict};
+use pdlaunch_kv::transfer::TransferBackend;
+
+const HETERO: &str = r#"
+name: hetero
+model: {path: x/y, geometry: {attention: gqa, layers: 2, kv_heads: 4, head_dim: 64}}
+shared: {page_size: 16, transfer_backend: nixl}
+prefill: {tp: 4, instances: [{nodes: [{host: 10.0.0.1}]}]}
+decode: {tp: 2, instances: [{nodes: [{host: 10.0.0.2}]}]}
+"#;
+
+const MLA: &str = r#"
+name: mla
+model: {path: x/y, geometry: {attention: mla, layers: 3, kv_lora_rank: 512, qk_rope_head_dim: 64}}
+shared: {page_size: 1, transfer_backend: mooncake}
+prefill: {tp: 2, instances: [{nodes: [{host: 10.0.0.1}]}]}
+decode: {tp: 1, instances: [{nodes: [{host: 10.0.0.2}]}]}
+"#;
+
+fn python(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(p) if Path::new(&p).exists() => Some(p),
+        _ => {
+            eprintln!("skipped: {var} is not set (scripts/setup/transports.sh installs it)");
+            None
+        }
+    }
+}
+
+fn context(text: &str, transport: Transport, controls: bool) -> (Input, Context) {
+    let d: Deployment = parse_deployment(text, "t.yaml", Syntax::Yaml).unwrap();
+    let g = KvGeometry::from_core(d.model.geometry.as_ref().unwrap()).unwrap();
+    let input = Input {
+        name: d.name.clone(),
+        geometry: g,
+        geometry_source: "model.geometry".into(),
+        sides: from_deployment(&d).unwrap(),
+    };
+    let ctx = Context {
+        name: input.name.clone(),
+        geometry: g,
+        geometry_source: input.geometry_source.clone(),
+        sides: input.sides.clone(),
+        tokens: 40,
+        seed: 7,
+        transfer: if transport == Transport::Nixl { TransferBackend::Nixl } else { TransferBackend::Mooncake },
+        negative_controls: controls,
+        iterations: 1,
+        transport,
+        ib_device: SideDevices::default(),
+    };
+    (input, ctx)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Runs one agent; its stdout (the report line) and exit status, within `limit`.
+fn agent(py: &str, role: &str, plan: &Path, bootstrap: &str, limit: Duration) -> std::process::Child {
+    let mut c = Command::new(py);
+    c.arg(hosts_script()).args([role, plan.to_str().unwrap(), "--bootstrap", bootstrap]);
+    c.env("MOONCAKE_PROTOCOL", "tcp").stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = c.spawn().unwrap();
+    let pid = child.id();
+    std::thread::spawn(move || {
+        std::thread::sleep(limit);
+        // SAFETY: signals a child of this test only.
+        unsafe { libc_kill(pid) };
+    });
+    child
+}
+
+unsafe fn libc_kill(pid: u32) {
+    let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+}
+
+fn hosts_script() -> std::path::PathBuf {
+    let dir = tempfile::tempdir().unwrap().keep();
+    let p = dir.join("host_agent.py");
+    std::fs::write(&p, hosts::SCRIPT).unwrap();
+    p
+}
+
+fn finish(c: std::process::Child) -> (String, i32, String) {
+    let out = c.wait_with_output().unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        out.status.code().unwrap_or(-1),
+        format!("{}\n{}", out.status, String::from_utf8_lossy(&out.stderr)),
+    )
+}
+
+fn pair(py: &str, ctx: Context) -> ((String, i32, String), (String, i32, String)) {
+    let bootstrap = format!("127.0.0.1:{}", free_port());
+    let plan = hosts::plan(ctx, &bootstrap, 60, Memory::Dram).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plan.json");
+    std::fs::write(&path, serde_json::to_string(&plan).unwrap()).unwrap();
+    let limit = Duration::from_secs(90);
+    let p = agent(py, "prefill", &path, &bootstrap, limit);
+    let d = agent(py, "decode", &path, &bootstrap, limit);
+    let d = finish(d);
+    (finish(p), d)
+}
+
+fn replayed(input: &Input, ctx: &Context, prefill: &str, decode: &str) -> pdlaunch_kv::smoke::Report {
+    let files = vec![("prefill.log".to_owned(), prefill.to_owned()), ("decode.log".to_owned(), decode.to_owned())];
+    let mut pairs = hosts::read_reports(&files).unwrap();
+    let opts = Options {
+        tokens: ctx.tokens,
+        seed: ctx.seed,
+        transfer: Some(ctx.transfer),
+        negative_controls: ctx.negative_controls,
+        iterations: ctx.iterations,
+        backend: BackendChoice::Cpu,
+        hosts: Some(Replay { reports: pairs.remove(0) }),
+        ..Options::default()
+    };
+    run(input, &opts, &|_| {}).unwrap()
+}
+
+fn round_trip(var: &str, text: &str, transport: Transport) {
+    let Some(py) = python(var) else { return };
+    let t = Instant::now();
+    let (input, ctx) = context(text, transport, true);
+    let ((pout, pcode, perr), (dout, dcode, derr)) = pair(&py, ctx.clone());
+    assert_eq!((pcode, dcode), (0, 0), "prefill:\n{pout}\n{perr}\ndecode:\n{dout}\n{derr}");
+    let r = replayed(&input, &ctx, &pout, &dout);
+    let text = pdlaunch_kv::smoke::render_text(&r);
+    assert_eq!(r.verdict, Verdict::Pass, "{text}");
+    assert!(r.dynamic.as_ref().unwrap().clean, "{text}");
+    let applicable: Vec<_> = r.negative_controls.iter().filter(|c| c.applicable).collect();
+    assert!(!applicable.is_empty());
+    assert!(applicable.iter().all(|c| c.caught == Some(true)), "{text}");
+    assert!(text.contains("deployment's nodes"), "{text}");
+    eprintln!("{transport:?} pair and replay in {:?}", t.elapsed());
+}
+
+#[test]
+fn nixl_agents_pass_and_catch_every_control() {
+    round_trip("PDLAUNCH_TEST_NIXL_PYTHON", HETERO, Transport::Nixl);
+}
+
+#[test]
+fn mooncake_agents_pass_and_catch_every_control() {
+    round_trip("PDLAUNCH_TEST_MOONCAKE_PYTHON", MLA, Transport::Mooncake);
+}
+
+/// A decode pointed at a port nobody listens on fails within its timeout, naming host:port.
+#[test]
+fn a_closed_port_fails_in_time_naming_it() {
+    let Some(py) = python("PDLAUNCH_TEST_NIXL_PYTHON") else { return };
+    let (_, ctx) = context(HETERO, Transport::Nixl, false);
+    let port = free_port();
+    let bootstrap = format!("127.0.0.1:{port}");
+    let plan = hosts::plan(ctx, &bootstrap, 3, Memory::Dram).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plan.json");
+    std::fs::write(&path, serde_json::to_string(&plan).unwrap()).unwrap();
+    let t = Instant::now();
+    let (out, code, err) = finish(agent(&py, "decode", &path, &bootstrap, Duration::from_secs(30)));
+    assert!(t.elapsed() < Duration::from_secs(15), "{:?}", t.elapsed());
+    assert_eq!(code, 1, "{out}\n{err}");
+    let files = vec![("decode.log".to_owned(), out.clone())];
+    // One side alone is not a pair; its report still names the cause.
+    assert!(hosts::read_reports(&files).unwrap_err().contains("prefill agent's report is missing"));
+    assert!(out.contains(&format!("127.0.0.1:{port}")) && out.contains("connection refused"), "{out}");
+}
+
+/// A deployment naming an IB device the node does not have fails before any library opens it.
+#[test]
+fn a_wrong_ib_device_is_named() {
+    let Some(py) = python("PDLAUNCH_TEST_NIXL_PYTHON") else { return };
+    let (_, mut ctx) = context(HETERO, Transport::Nixl, false);
+    ctx.ib_device = SideDevices { prefill: Some("mlx5_42".into()), decode: None };
+    let bootstrap = format!("127.0.0.1:{}", free_port());
+    let plan = hosts::plan(ctx, &bootstrap, 5, Memory::Dram).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plan.json");
+    std::fs::write(&path, serde_json::to_string(&plan).unwrap()).unwrap();
+    let (out, code, _) = finish(agent(&py, "prefill", &path, &bootstrap, Duration::from_secs(30)));
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("IB device mlx5_42 is not on"), "{out}");
+}
