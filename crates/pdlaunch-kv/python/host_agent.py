@@ -238,8 +238,45 @@ def runs(words, rank, prefill_ranks, prefill_words):
 # ---- the libraries -------------------------------------------------------------------------
 
 
+def ucx_lanes(path):
+    """The transports and devices UCX chose for remote writes to another process, from its
+    protocol tables (`UCX_PROTO_INFO=y`), e.g. `tcp/eth0` or `rc_mlx5/mlx5_0:1`."""
+    import re
+
+    try:
+        lines = open(path, errors="replace").read().splitlines()
+    except OSError:
+        return []
+    lanes = []
+    for k, line in enumerate(lines):
+        if "remote memory write" not in line or k == 0 or " self " in lines[k - 1]:
+            continue
+        rules = 0  # the table's horizontal rules: under the title, under the header, at its end
+        for row in lines[k + 1 : k + 40]:
+            if "+-" in row:
+                rules += 1
+                if rules == 3:
+                    break
+                continue
+            cells = [c.strip() for c in row.split("|")]
+            if len(cells) >= 4 and ".." in cells[1]:
+                for lane in re.findall(r"[a-z_0-9]+/[A-Za-z0-9_.:\-]+", cells[3]):
+                    if lane not in lanes:
+                        lanes.append(lane)
+    return lanes
+
+
 class Nixl:
     def __init__(self, name, memory, gpu):
+        # UCX says which transport and device it picked for the writes in its protocol tables;
+        # they go to a file of this agent's unless the environment asks otherwise.
+        self.log = None
+        if "UCX_PROTO_INFO" not in os.environ and "UCX_LOG_FILE" not in os.environ:
+            import tempfile
+
+            self.log = os.path.join(tempfile.mkdtemp(prefix="pdlaunch-ucx-"), "ucx.log")
+            os.environ["UCX_PROTO_INFO"] = "y"
+            os.environ["UCX_LOG_FILE"] = self.log
         try:
             from nixl._api import nixl_agent, nixl_agent_config
         except Exception as e:
@@ -253,6 +290,9 @@ class Nixl:
         self.peer_gpu = 0
         self.reg = None
         self.seen = 0
+
+    def lanes(self):
+        return ucx_lanes(self.log) if self.log else []
 
     def describe(self):
         return f"NIXL agent (Python), UCX backend ({os.environ.get('UCX_TLS', 'UCX default transports')}), {self.mem}_SEG regions"
@@ -492,6 +532,8 @@ def prefill(plan, args, report, deadline):
                 s, _, notified = link.write(ref, f"{case['label']}:reference:{it}", deadline)
                 out["reference"].append(s)
                 notes += int(notified)
+        if hasattr(link, "lanes"):
+            report["network"]["lanes"] = link.lanes()
         conn.send({"done": case["label"], "notifications": notes})
         conn.recv(f"the decode's check of case {case['label']}")
         report["cases"].append({"label": case["label"], "prefill": out})

@@ -150,7 +150,19 @@ fn round_trip(var: &str, text: &str, transport: Transport) {
     assert!(!applicable.is_empty());
     assert!(applicable.iter().all(|c| c.caught == Some(true)), "{text}");
     assert!(text.contains("deployment's nodes"), "{text}");
-    eprintln!("{transport:?} pair and replay in {:?}", t.elapsed());
+    let files = vec![("p".to_owned(), pout.clone()), ("d".to_owned(), dout.clone())];
+    let pair = hosts::read_reports(&files).unwrap().remove(0);
+    assert_eq!(pair.prefill.network.interface.as_deref(), Some("lo"), "{pout}");
+    if transport == Transport::Nixl {
+        // UCX's own choice for the writes, read from its protocol tables.
+        assert!(!pair.prefill.network.lanes.is_empty(), "{pout}");
+        assert!(
+            hosts::network_line(&pair.prefill).contains("UCX wrote over"),
+            "{}",
+            hosts::network_line(&pair.prefill)
+        );
+    }
+    eprintln!("{transport:?} pair and replay in {:?}; the agents said:\n{perr}\n{derr}", t.elapsed());
 }
 
 #[test]

@@ -310,6 +310,10 @@ pub struct Network {
     /// The transport settings in its environment (`UCX_TLS`, `MOONCAKE_PROTOCOL`...).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// The transports and devices UCX chose for the writes (the prefill, NIXL), e.g. `tcp/eth0`
+    /// or `rc_mlx5/mlx5_0:1`.
+    #[serde(default)]
+    pub lanes: Vec<String>,
 }
 
 /// One case as an agent reports it.
@@ -455,6 +459,9 @@ pub fn network_line(r: &HostReport) -> String {
     if let Some(l) = &r.library {
         s.push_str(&format!("; {l}"));
     }
+    if !n.lanes.is_empty() {
+        s.push_str(&format!("; UCX wrote over {}", n.lanes.join(", ")));
+    }
     for (k, v) in &n.env {
         s.push_str(&format!("; {k}={v}"));
     }
@@ -476,14 +483,19 @@ pub fn fallback_warnings(ctx: &Context, pair: &PairReports) -> Vec<String> {
             named.contains(&d.name) && d.ports.iter().any(|p| p.state.as_deref().is_some_and(|s| s.contains("ACTIVE")))
         });
         let tcp = match ctx.transport {
-            Transport::Nixl => n.env.get("UCX_TLS").is_some_and(|t| t.split(',').all(|x| x.contains("tcp"))),
+            Transport::Nixl => {
+                n.env.get("UCX_TLS").is_some_and(|t| t.split(',').all(|x| x.contains("tcp")))
+                    || (!n.lanes.is_empty() && n.lanes.iter().all(|l| l.starts_with("tcp/")))
+            }
             _ => {
                 n.env.get("MOONCAKE_PROTOCOL").is_some_and(|p| p == "tcp")
                     || n.env.get("MC_FORCE_TCP").is_some_and(|v| v == "1")
             }
         };
         if tcp || !active {
-            let why = if tcp {
+            let why = if tcp && !n.lanes.is_empty() {
+                format!("UCX chose {} for the writes", n.lanes.join(", "))
+            } else if tcp {
                 "its environment sets the library to TCP".to_owned()
             } else if n.ib_devices.is_empty() {
                 format!("{} shows no IB device at all", n.hostname)
@@ -585,12 +597,79 @@ mod tests {
     fn tables_round_trip_through_zlib_and_base64() {
         let rows: Vec<u64> = (0..5000).map(|i| i * 4096 + 7).collect();
         let text = pack(&rows);
-        assert!(text.len() < rows.len(), "{} bytes for {} rows", text.len(), rows.len());
+        // Regular tables (as descriptor lists are) shrink well below their 8 bytes a word.
+        assert!(text.len() < rows.len() * 8 / 3, "{} bytes for {} words", text.len(), rows.len());
         let back = unpack(&text, 5).unwrap();
         assert_eq!(back.len(), 1000);
         assert_eq!(back[3][2] as u64, rows[17]);
-        assert!(unpack(&text, 3).is_err() || rows.len() % 3 == 0);
+        assert!(unpack(&text, 3).unwrap_err().contains("not rows of 3 words"));
         assert!(unpack("not base64!", 5).unwrap_err().starts_with("not base64"));
+    }
+
+    fn report(role: Role, network: Network) -> HostReport {
+        HostReport {
+            schema: REPORT_SCHEMA.into(),
+            role,
+            pair: 0,
+            plan: "p".into(),
+            context: None,
+            bootstrap: "10.0.0.1:8998".into(),
+            network,
+            library: None,
+            cases: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// Named IB devices and a side whose writes went over TCP (UCX's own lanes, or the
+    /// environment) or that shows no active port: one warning per such side, naming why.
+    #[test]
+    fn tcp_where_the_deployment_names_ib_devices_is_a_warning() {
+        let d: pdlaunch_core::deployment::Deployment = pdlaunch_core::load::parse_deployment(
+            "name: t\nmodel: {path: x/y, geometry: {attention: gqa, layers: 2, kv_heads: 4, head_dim: 64}}\n\
+             shared: {page_size: 16, transfer_backend: nixl}\nprefill: {instances: [{nodes: [{host: a}]}]}\n\
+             decode: {instances: [{nodes: [{host: b}]}]}\n",
+            "t.yaml",
+            pdlaunch_core::load::Syntax::Yaml,
+        )
+        .unwrap();
+        let ctx = Context {
+            name: "t".into(),
+            geometry: KvGeometry::from_core(d.model.geometry.as_ref().unwrap()).unwrap(),
+            geometry_source: String::new(),
+            sides: crate::sides::from_deployment(&d).unwrap(),
+            tokens: 8,
+            seed: 1,
+            transfer: TransferBackend::Nixl,
+            negative_controls: false,
+            iterations: 1,
+            transport: Transport::Nixl,
+            ib_device: SideDevices { prefill: Some("mlx5_0".into()), decode: Some("mlx5_0".into()) },
+        };
+        let active = IbDevice {
+            name: "mlx5_0".into(),
+            ports: vec![IbPort { port: 1, state: Some("4: ACTIVE".into()), link_layer: Some("InfiniBand".into()) }],
+        };
+        let rdma = Network {
+            hostname: "a".into(),
+            ib_devices: vec![active.clone()],
+            lanes: vec!["rc_mlx5/mlx5_0:1".into()],
+            ..Network::default()
+        };
+        let tcp = Network { lanes: vec!["tcp/eth0".into()], ..rdma.clone() };
+        let bare = Network { hostname: "b".into(), ..Network::default() };
+        let pair = |p: &Network, d: &Network| PairReports {
+            pair: 0,
+            prefill: report(Role::Prefill, p.clone()),
+            decode: report(Role::Decode, d.clone()),
+        };
+        assert!(fallback_warnings(&ctx, &pair(&rdma, &rdma)).is_empty());
+        let w = fallback_warnings(&ctx, &pair(&tcp, &bare));
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("prefill agent moved the KV over TCP: UCX chose tcp/eth0"), "{}", w[0]);
+        assert!(w[1].contains("b shows no IB device at all"), "{}", w[1]);
+        let none = Context { ib_device: SideDevices::default(), ..ctx };
+        assert!(fallback_warnings(&none, &pair(&tcp, &bare)).is_empty());
     }
 
     #[test]
