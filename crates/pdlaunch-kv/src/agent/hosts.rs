@@ -420,10 +420,25 @@ pub fn read_reports(files: &[(String, String)]) -> Result<Vec<PairReports>, Stri
         }
         *side = Some(r);
     }
+    // A side that failed is a verdict alone (the other may never have started: a closed port).
+    let absent = |present: &HostReport, role: Role| HostReport {
+        role,
+        network: Network::default(),
+        library: None,
+        cases: Vec::new(),
+        error: Some(AgentFailure { code: 1, message: "no report (its log was not given, or it did not run)".into() }),
+        ..present.clone()
+    };
     pairs
         .into_iter()
         .map(|(pair, slot)| match slot {
             (Some(prefill), Some(decode)) => Ok(PairReports { pair, prefill, decode }),
+            (Some(p), None) if p.error.is_some() => {
+                Ok(PairReports { pair, decode: absent(&p, Role::Decode), prefill: p })
+            }
+            (None, Some(d)) if d.error.is_some() => {
+                Ok(PairReports { pair, prefill: absent(&d, Role::Prefill), decode: d })
+            }
             (Some(_), None) => Err(format!("pair {pair}: the decode agent's report is missing; give both sides' logs")),
             _ => Err(format!("pair {pair}: the prefill agent's report is missing; give both sides' logs")),
         })
