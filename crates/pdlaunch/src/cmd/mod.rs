@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod explain;
+pub mod hosts;
 pub mod init;
 pub mod lint;
 pub mod model;

@@ -70,7 +70,7 @@ fn located(loaded: &Loaded, why: RenderError) -> String {
 }
 
 /// Writes files into `dir`, atomically each, never replacing a file pdlaunch did not generate.
-fn write_all(dir: &Path, files: &[RenderedFile]) -> super::Result<()> {
+pub(super) fn write_all(dir: &Path, files: &[RenderedFile]) -> super::Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     for f in files {
         let path = dir.join(&f.name);

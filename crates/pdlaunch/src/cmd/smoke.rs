@@ -56,7 +56,12 @@ impl GeometryArgs {
 #[derive(clap::Args)]
 pub struct Args {
     /// Deployment file (YAML or JSON), or `-` for stdin.
-    pub file: String,
+    #[arg(required_unless_present = "report")]
+    pub file: Option<String>,
+    /// Read the reports of agents that ran on the deployment's nodes (`--across hosts`) back: the
+    /// prefill's and the decode's logs (`kubectl logs`, SLURM step output, the shell's log).
+    #[arg(long, num_args = 1.., value_name = "LOG", conflicts_with = "file")]
+    pub report: Vec<PathBuf>,
     #[command(flatten)]
     pub geometry: GeometryArgs,
     /// A Hugging Face `config.json` whose geometry replaces `model.geometry` (the geometry flags
@@ -151,7 +156,7 @@ fn resolve_geometry(args: &GeometryArgs, d: &Deployment, base: &str) -> Result<(
 }
 
 /// Writes `text` to `path` through a temporary file in the same folder.
-fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
+pub(super) fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().ok_or_else(|| format!("--json {}: not a file name", path.display()))?;
     let tmp = dir.join(format!(".{}.tmp", name.to_string_lossy()));
@@ -208,7 +213,17 @@ fn progress(tty: bool, limit: u64) -> impl Fn(Event<'_>) {
 }
 
 pub fn run(args: Args, style: &Style) -> super::Result<u8> {
-    let mut loaded = load(&args.file)?;
+    if !args.report.is_empty() {
+        return super::hosts::report(&args.report, args.json.as_deref(), style);
+    }
+    let Some(file) = args.file.as_deref() else {
+        return Err("give a deployment file, or --report with the agents' logs".into());
+    };
+    if args.transport.across != "hosts" && (args.transport.render.is_some() || args.transport.all) {
+        eprintln!("{}: --render and --all go with --across hosts", style.error("error"));
+        return Ok(crate::EXIT_BAD_INPUT);
+    }
+    let mut loaded = load(file)?;
     super::model::apply_model_config(&mut loaded.deployment, args.model_config.as_deref())?;
     let base = match &args.model_config {
         Some(p) => format!("--model-config {}", p.display()),
@@ -261,6 +276,43 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
         transport: None,
         hosts: None,
     };
+    if args.transport.across == "hosts" {
+        let transport =
+            match super::hosts::transport(args.transport.transport.as_deref(), &sides.prefill.transfer_backend) {
+                Ok(t) => t,
+                Err(e) => {
+                    eprintln!("{}: {e}", style.error("error"));
+                    return Ok(crate::EXIT_BAD_INPUT);
+                }
+            };
+        let Some(format) = args.transport.render.as_deref() else {
+            eprintln!("{}: --across hosts needs --render kubernetes|slurm|shell", style.error("error"));
+            return Ok(crate::EXIT_BAD_INPUT);
+        };
+        let model = if transport == Transport::Nixl { TransferBackend::Nixl } else { TransferBackend::Mooncake };
+        let context = pdlaunch_kv::agent::hosts::Context {
+            name: deployment.name.clone(),
+            geometry: kv_geometry,
+            geometry_source: source,
+            sides,
+            tokens: opts.tokens,
+            seed: opts.seed,
+            transfer: opts.transfer.unwrap_or(model),
+            negative_controls: opts.negative_controls,
+            iterations: opts.iterations,
+            transport,
+            ib_device: super::hosts::ib_devices(&deployment),
+        };
+        return super::hosts::render(super::hosts::Render {
+            deployment: &deployment,
+            context,
+            format,
+            all: args.transport.all,
+            out: args.transport.out.as_deref(),
+            timeout: args.timeout.max(1),
+            memory: if backend == BackendChoice::Cuda { Memory::Vram } else { Memory::Dram },
+        });
+    }
     let (transport, note) = super::transport::choose(&args.transport, &sides.prefill.transfer_backend);
     if let Some(n) = note {
         eprintln!("smoke: note: {n}");

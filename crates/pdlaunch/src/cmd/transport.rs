@@ -22,10 +22,20 @@ pub struct TransportArgs {
     /// available here, else memcpy.
     #[arg(long, value_parser = ["memcpy", "nixl", "mooncake"])]
     pub transport: Option<String>,
-    /// Where the two agents run: local (this machine) or netns (two network namespaces joined
-    /// by a veth pair, so the bytes cross a network interface; needs root).
-    #[arg(long, default_value = "local", value_parser = ["local", "netns"])]
+    /// Where the two agents run: local (this machine), netns (two network namespaces joined
+    /// by a veth pair, so the bytes cross a network interface; needs root), or hosts (the
+    /// deployment's own nodes: writes the agent pair for --render kubernetes|slurm|shell).
+    #[arg(long, default_value = "local", value_parser = ["local", "netns", "hosts"])]
     pub across: String,
+    /// With --across hosts: how the agent pair is started on the deployment's nodes.
+    #[arg(long, value_parser = ["kubernetes", "slurm", "shell"])]
+    pub render: Option<String>,
+    /// With --across hosts: one agent pair per server instance, not only the first of each side.
+    #[arg(long)]
+    pub all: bool,
+    /// With --across hosts: write the files into this folder instead of printing them.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
     /// The prefill's bootstrap HOST:PORT (default: the deployment's prefill host and bootstrap
     /// port; agents on this machine listen on 127.0.0.1 with that port, port 0 picks a free one).
     #[arg(long)]
