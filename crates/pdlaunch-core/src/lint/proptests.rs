@@ -185,7 +185,7 @@ fn side(role: Role) -> impl Strategy<Value = Side> {
     })
 }
 
-fn deployment() -> impl Strategy<Value = Deployment> {
+pub(crate) fn deployment() -> impl Strategy<Value = Deployment> {
     let model = (
         text(),
         opt(text()),
@@ -326,7 +326,7 @@ fn round_trip() {
 }
 
 /// Cluster settings: what the `kubernetes` section can say, in the forms Kubernetes accepts.
-fn cluster() -> impl Strategy<Value = Kubernetes> {
+pub(crate) fn cluster() -> impl Strategy<Value = Kubernetes> {
     let name = "[a-z]([-a-z0-9]{0,6}[a-z0-9])?";
     let key = prop_oneof![
         Just("nvidia.com/gpu.product".to_owned()),
@@ -421,7 +421,7 @@ fn dynamo_graphs_are_a_fixed_point() {
 }
 
 /// `d` without what `format` (`kubernetes`, `rbg` or `dynamo`) refuses for reasons of its own.
-fn fit_manifests(format: crate::render::Format, d: &mut Deployment) {
+pub(crate) fn fit_manifests(format: crate::render::Format, d: &mut Deployment) {
     // What the format refuses for reasons of its own (tested apart): nodes of an instance
     // that start differently, and instance ports of their own with discovery; a
     // RoleBasedGroup has no exclusive topology per group.

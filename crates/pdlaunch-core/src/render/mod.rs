@@ -5,8 +5,10 @@
 //! same pods), `dynamo` (one DynamoGraphDeployment of Dynamo's SGLang workers), `slurm` (one
 //! `sbatch` script for the whole deployment, from the plan of the deployment placed on the job's
 //! nodes) and `srtctl` (an srt-slurm recipe that srtctl starts as the same processes). `pods`
-//! holds what the formats on pods share.
+//! holds what the formats on pods share. `agents` renders the smoke-test agent pair to run where
+//! the servers will, on pods, in a SLURM job or by hand.
 
+mod agents;
 pub(crate) mod cluster;
 mod config;
 mod dynamo;
@@ -18,6 +20,7 @@ mod shell;
 mod slurm;
 mod srtctl;
 
+pub use agents::{render_agents, AgentFiles, AgentFormat};
 pub use config::render_config;
 pub use dynamo::render_dynamo;
 pub(crate) use dynamo::{refusal as dynamo_refusal, runtime_image as dynamo_runtime_image};

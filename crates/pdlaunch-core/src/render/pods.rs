@@ -519,9 +519,19 @@ fn local_paths(d: &Deployment) -> Vec<&str> {
     paths
 }
 
-/// A volume of a server pod: its name, where it is mounted, its source (none for shared
-/// memory) and whether it is read-only.
-pub(super) type PodVolume<'a> = (String, &'a str, Option<Volume>, bool);
+/// Where a pod volume's files come from.
+#[derive(Clone)]
+pub(super) enum Source {
+    /// Shared memory (`emptyDir` in memory).
+    Memory,
+    /// A path on the node or a claim.
+    Volume(Volume),
+    /// A ConfigMap, by name (the smoke-test agent's program and plan).
+    ConfigMap(String),
+}
+
+/// A volume of a pod: its name, where it is mounted, its source and whether it is read-only.
+pub(super) type PodVolume<'a> = (String, &'a str, Source, bool);
 
 /// Whether the pods of set `k` use RDMA (a node names an `ib_device`).
 pub(super) fn rdma(d: &Deployment, layout: &Layout, k: usize) -> bool {
@@ -532,16 +542,16 @@ pub(super) fn rdma(d: &Deployment, layout: &Layout, k: usize) -> bool {
 /// The volumes of the server pods of set `k`: shared memory (when `shm`), the local paths the
 /// servers read, the model cache and the InfiniBand devices.
 pub(super) fn pod_volumes<'a>(d: &'a Deployment, layout: &Layout, k: usize, shm: bool) -> Vec<PodVolume<'a>> {
-    let host = |path: &str| Some(Volume::Host(path.to_owned()));
+    let host = |path: &str| Source::Volume(Volume::Host(path.to_owned()));
     let mut volumes: Vec<PodVolume> = Vec::new();
     if shm {
-        volumes.push(("dshm".into(), "/dev/shm", None, false));
+        volumes.push(("dshm".into(), "/dev/shm", Source::Memory, false));
     }
     for (k, path) in local_paths(d).into_iter().enumerate() {
         volumes.push((format!("local-{k}"), path, host(path), true));
     }
     if let Some(cache) = &layout.cluster.model_cache {
-        volumes.push(("model-cache".into(), MODEL_CACHE_MOUNT, Some(cache.clone()), false));
+        volumes.push(("model-cache".into(), MODEL_CACHE_MOUNT, Source::Volume(cache.clone()), false));
     }
     if rdma(d, layout, k) {
         volumes.push(("infiniband".into(), "/dev/infiniband", host("/dev/infiniband"), false));
@@ -614,17 +624,21 @@ pub(super) fn volume_sources(y: &mut Yaml, i: usize, volumes: &[PodVolume]) {
     for (name, _, source, _) in volumes {
         y.first(i, "name", name);
         match source {
-            None => {
+            Source::Memory => {
                 y.key(i + 2, "emptyDir");
                 y.pair(i + 4, "medium", "Memory");
             }
-            Some(Volume::Host(path)) => {
+            Source::Volume(Volume::Host(path)) => {
                 y.key(i + 2, "hostPath");
                 y.pair(i + 4, "path", path);
             }
-            Some(Volume::Claim(name)) => {
+            Source::Volume(Volume::Claim(name)) => {
                 y.key(i + 2, "persistentVolumeClaim");
                 y.pair(i + 4, "claimName", name);
+            }
+            Source::ConfigMap(name) => {
+                y.key(i + 2, "configMap");
+                y.pair(i + 4, "name", name);
             }
         }
     }
@@ -635,53 +649,85 @@ pub(super) fn volume_sources(y: &mut Yaml, i: usize, volumes: &[PodVolume]) {
 /// ports, but probes none (the workers serve none of them).
 pub(super) fn pod(y: &mut Yaml, indent: usize, d: &Deployment, layout: &Layout, k: usize, leader: Option<bool>) {
     let (set, t) = (&layout.sets[k], &layout.templates[k]);
-    let (p, argv) = (&layout.plan.servers[t.server], &t.argv);
-    let side = d.side(set.role);
-    // The port a flag's value ends with (`30000`, `host:5000`).
-    let port = |flag: &'static Flag| {
-        let value = p.args.iter().find(|a| is(a.flag, flag)).and_then(|a| a.tokens.get(1))?;
-        value.rsplit(':').next()?.parse::<u16>().ok()
-    };
+    let p = &layout.plan.servers[t.server];
     // Declared so that the scheduler keeps two pods that bind one port (on the host network) off
     // the same node: the leader's HTTP, bootstrap and rendezvous ports (the first of its block).
     let mut ports: Vec<(&str, u16)> = Vec::new();
     if leader != Some(false) {
-        ports.extend(port(&flags::PORT).map(|port| ("http", port)));
+        ports.extend(port_of(p, &flags::PORT).map(|port| ("http", port)));
         if set.role == Role::Prefill {
-            ports.extend(port(&flags::BOOTSTRAP_PORT).map(|port| ("bootstrap", port)));
+            ports.extend(port_of(p, &flags::BOOTSTRAP_PORT).map(|port| ("bootstrap", port)));
         }
-        ports.extend(port(&flags::DIST_INIT_ADDR).map(|port| ("rendezvous", port)));
+        ports.extend(port_of(p, &flags::DIST_INIT_ADDR).map(|port| ("rendezvous", port)));
     }
-    let cluster = &layout.cluster;
-    let volumes = pod_volumes(d, layout, k, true);
-
     y.metadata(indent, d, None, set.role.as_str());
     // The router's service discovery reads a prefill leader's bootstrap port here.
     let bootstrap = match (layout.discovery, leader != Some(false), set.role) {
-        (Some(_), true, Role::Prefill) => port(&flags::BOOTSTRAP_PORT).map(|p| (BOOTSTRAP_ANNOTATION, p.to_string())),
+        (Some(_), true, Role::Prefill) => {
+            port_of(p, &flags::BOOTSTRAP_PORT).map(|p| (BOOTSTRAP_ANNOTATION, p.to_string()))
+        }
         _ => None,
     };
-    let annotations = cluster.pod_annotations.iter().map(|(k, v)| (k.as_str(), v.clone()));
-    let annotations: Vec<(&str, String)> = bootstrap.into_iter().chain(annotations).collect();
+    pod_annotations(y, indent + 2, layout, bootstrap);
+    y.key(indent, "spec");
+    let container = Container { name: set.role.as_str(), argv: &t.argv, ports, probe: leader.is_some(), extra: None };
+    pod_spec(y, indent + 2, d, layout, k, &container);
+}
+
+/// The port a server flag's value ends with (`30000`, `host:5000`).
+fn port_of(p: &ServerProcess, flag: &'static Flag) -> Option<u16> {
+    let value = p.args.iter().find(|a| is(a.flag, flag)).and_then(|a| a.tokens.get(1))?;
+    value.rsplit(':').next()?.parse::<u16>().ok()
+}
+
+/// A pod's `annotations` (`indent` is that of the metadata's keys): `first`, then the
+/// `kubernetes` section's pod annotations; left out when none.
+pub(super) fn pod_annotations(y: &mut Yaml, indent: usize, layout: &Layout, first: Option<(&str, String)>) {
+    let annotations = layout.cluster.pod_annotations.iter().map(|(k, v)| (k.as_str(), v.clone()));
+    let annotations: Vec<(&str, String)> = first.into_iter().chain(annotations).collect();
     if !annotations.is_empty() {
-        y.key(indent + 2, "annotations");
+        y.key(indent, "annotations");
         for (key, value) in &annotations {
-            y.pair(indent + 4, key, value);
+            y.pair(indent + 2, key, value);
         }
     }
-    y.key(indent, "spec");
-    let i = indent + 2;
+}
+
+/// What runs in a pod of a set: the server, or the smoke-test agent that stands in for it.
+pub(super) struct Container<'a> {
+    /// The container's name.
+    pub(super) name: &'a str,
+    /// Its command, `$` already escaped.
+    pub(super) argv: &'a [String],
+    /// The ports it declares.
+    pub(super) ports: Vec<(&'a str, u16)>,
+    /// Whether the first port is probed for readiness.
+    pub(super) probe: bool,
+    /// A volume beyond the server's, mounted last.
+    pub(super) extra: Option<PodVolume<'a>>,
+}
+
+/// The spec of a pod of set `k` (`i` is the indent of its keys): the placement, the one
+/// container with the set's image, environment, GPUs, privileges and mounts, and the volumes.
+/// The server pods and the smoke-test agent pods are written by this one function, so an agent
+/// is placed and equipped exactly as the server it stands in for.
+pub(super) fn pod_spec(y: &mut Yaml, i: usize, d: &Deployment, layout: &Layout, k: usize, container: &Container) {
+    let (set, t) = (&layout.sets[k], &layout.templates[k]);
+    let p = &layout.plan.servers[t.server];
+    let side = d.side(set.role);
+    let mut volumes = pod_volumes(d, layout, k, true);
+    volumes.extend(container.extra.clone());
     pod_placement(y, i, d, layout, k);
     y.key(i, "containers");
-    y.first(i, "name", set.role.as_str());
+    y.first(i, "name", container.name);
     let c = i + 2;
     y.pair(c, "image", &layout.image);
     y.key(c, "command");
-    for word in argv {
+    for word in container.argv {
         y.item(c, word);
     }
-    y.env(c, &p.env, &cluster.secret_env);
-    y.ports(c, &ports, leader.is_some());
+    y.env(c, &p.env, &layout.cluster.secret_env);
+    y.ports(c, &container.ports, container.probe);
     y.key(c, "resources");
     y.key(c + 2, "limits");
     let gpu = if side.gpu.is_some_and(|g| g.is_hip()) { "amd.com/gpu" } else { "nvidia.com/gpu" };

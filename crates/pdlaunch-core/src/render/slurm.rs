@@ -43,9 +43,9 @@ const NODE: char = '\u{1}';
 pub const HEALTH_TIMEOUT_VAR: &str = "PDLAUNCH_HEALTH_TIMEOUT";
 
 /// How the deployment runs in one SLURM job.
-struct Layout {
+pub(super) struct Layout {
     /// The plan of the deployment placed on the allocation's nodes.
-    plan: Plan,
+    pub(super) plan: Plan,
     /// The deployment's distinct hosts, in allocation order.
     hosts: Vec<String>,
     /// GPUs each node needs.
@@ -79,7 +79,7 @@ fn node_mark(k: usize) -> String {
     format!("{NODE}{k}{NODE}")
 }
 
-fn layout(d: &Deployment) -> Result<Layout, RenderError> {
+pub(super) fn layout(d: &Deployment) -> Result<Layout, RenderError> {
     check_name(&d.name)?;
     let gpu = gpu_model(d)?;
     let mut hosts: Vec<String> = Vec::new();
@@ -191,7 +191,7 @@ fn gpu_model(d: &Deployment) -> Result<Option<Gpu>, RenderError> {
 }
 
 /// One shell word for `token`: its literal parts quoted, each node placeholder `"$node_k"`.
-fn word(token: &str) -> String {
+pub(super) fn word(token: &str) -> String {
     if !token.contains(NODE) {
         return quote(token);
     }
@@ -207,30 +207,47 @@ fn word(token: &str) -> String {
 }
 
 /// The node index of a placed host.
-fn node_of(host: &str) -> usize {
+pub(super) fn node_of(host: &str) -> usize {
     host.trim_matches(NODE).parse().unwrap_or(0)
 }
 
 /// A backgrounded step on node `k` running `argv` with `env`.
 fn step(s: &mut String, title: &str, k: usize, env: &std::collections::BTreeMap<String, String>, argv: &[String]) {
+    let words: Vec<String> = argv.iter().map(|a| word(a)).collect();
+    step_words(s, title, k, env, &words, "");
+}
+
+/// A backgrounded step on node `k` running the shell words `words` (each already quoted) with
+/// `env`, `redirect` (such as `> "$dir"/x.log`) after them.
+pub(super) fn step_words(
+    s: &mut String,
+    title: &str,
+    k: usize,
+    env: &std::collections::BTreeMap<String, String>,
+    words: &[String],
+    redirect: &str,
+) {
     s.push_str(&format!("# {title}\n"));
     for (name, value) in env {
         s.push_str(&format!("{}={} ", quote(name), word(value)));
     }
     s.push_str(&format!("srun --overlap --nodes=1 --ntasks=1 --export=ALL -w \"$node_{k}\""));
-    for (i, a) in argv.iter().enumerate() {
+    for (i, w) in words.iter().enumerate() {
         // Break before each flag so long command lines stay readable.
-        if a.starts_with("--") && i > 2 {
+        if w.starts_with("--") && i > 2 {
             s.push_str(" \\\n    ");
         } else {
             s.push(' ');
         }
-        s.push_str(&word(a));
+        s.push_str(w);
     }
+    s.push_str(redirect);
     s.push_str(" &\nsteps+=(\"$!\")\n\n");
 }
 
-fn script(l: &Layout) -> String {
+/// The script's head: the `#SBATCH` lines, the header, and the job's nodes as `node_0`,
+/// `node_1`... (the job refused when it has too few).
+pub(super) fn preamble(l: &Layout) -> String {
     let plan = &l.plan;
     let n = l.hosts.len();
     let mut s = String::from("#!/usr/bin/env bash\n");
@@ -257,6 +274,12 @@ fn script(l: &Layout) -> String {
     for k in 0..n {
         s.push_str(&format!("node_{k}=${{nodes[{k}]}}\n"));
     }
+    s
+}
+
+fn script(l: &Layout) -> String {
+    let plan = &l.plan;
+    let mut s = preamble(l);
     s.push_str(&format!("health_timeout=${{{HEALTH_TIMEOUT_VAR}:-1800}}\n\n"));
     s.push_str(STEPS);
     for p in &plan.servers {
