@@ -185,7 +185,8 @@ fn writes_gone_astray_fail_the_report() {
     for side in ["prefill", "decode"] {
         let path = script(&dir, side);
         let s = std::fs::read_to_string(&path).unwrap();
-        let plan_line = s.lines().find(|l| l.starts_with("{\"schema\":\"pdlaunch-smoke-plan/1\"")).expect("the plan's line");
+        let plan_line =
+            s.lines().find(|l| l.starts_with("{\"schema\":\"pdlaunch-smoke-plan/1\"")).expect("the plan's line");
         let mut plan: serde_json::Value = serde_json::from_str(plan_line).unwrap();
         let cases = plan["cases"].as_array_mut().unwrap();
         let swapped = cases.iter().find(|c| c["label"] == "K/V buffers swapped").unwrap()["pairs"].clone();

@@ -38,7 +38,7 @@ import socket
 import struct
 import sys
 import time
-import zlib
+import lzma
 
 REPORT = "PDLAUNCH-SMOKE-REPORT "
 MAGIC = 0x5044_4C41_554E_4348
@@ -64,13 +64,18 @@ np = None  # numpy, imported in main() so that its absence is reported like any 
 
 
 def unpack(text, columns):
-    """A table the plan carries as base64 of zlib of little-endian u64s."""
-    raw = zlib.decompress(base64.b64decode(text)) if text else b""
-    return np.frombuffer(raw, dtype="<u8").reshape(-1, columns)
+    """A table the plan carries: per column the difference from the row before (wrapping), as
+    little-endian u64s, xz, base64 (pdlaunch's `hosts::pack`)."""
+    raw = lzma.decompress(base64.b64decode(text)) if text else b""
+    d = np.frombuffer(raw, dtype="<u8").reshape(-1, columns)
+    return np.cumsum(d, axis=0, dtype="<u8")  # wraps modulo 2^64, as the differences do
 
 
-def pack(rows):
-    return base64.b64encode(zlib.compress(np.ascontiguousarray(rows, dtype="<i8").tobytes(), 6)).decode()
+def pack(rows, columns):
+    rows = np.ascontiguousarray(rows, dtype="<i8").reshape(-1, columns).view("<u8")
+    d = rows.copy()
+    d[1:] -= rows[:-1]
+    return base64.b64encode(lzma.compress(d.tobytes(), preset=6)).decode()
 
 
 # ---- what this node looks like -------------------------------------------------------------
@@ -559,7 +564,7 @@ def decode(plan, args, report, deadline):
         table = np.concatenate(
             [runs(pools.words(q)[: n // 8], q, len(words), words) for q, n in enumerate(case["decode_pools"])]
         ) if case["decode_pools"] else np.zeros((0, 6))
-        report["cases"].append({"label": case["label"], "runs": pack(table), "notifications": done["notifications"]})
+        report["cases"].append({"label": case["label"], "runs": pack(table, 6), "notifications": done["notifications"]})
         conn.send({"checked": case["label"]})
     conn.recv("the prefill's goodbye")
 
