@@ -466,7 +466,7 @@ mod tests {
         if agent == server {
             Ok(())
         } else {
-            Err(format!("{what}: the agent has {agent:?}, its server {server:?}"))
+            Err(format!("{what}: the agent has {agent:?}, against {server:?} (its server's, or the one wanted)"))
         }
     }
 
