@@ -98,7 +98,7 @@ pub fn render_agents(
     match format {
         AgentFormat::Kubernetes => Ok(vec![kubernetes(d, files, &pairs)?]),
         AgentFormat::Slurm => Ok(vec![sbatch(d, files, &pairs)?]),
-        AgentFormat::Shell => Ok(shell(d, files, &pairs)),
+        AgentFormat::Shell => shell(d, files, &pairs),
     }
 }
 
@@ -251,8 +251,12 @@ fn kubernetes(
     y.pair(4, crate::render::INSTANCE_LABEL, &d.name);
     y.pair(4, "app.kubernetes.io/component", COMPONENT);
     for (i, role, instance) in agents(pairs) {
-        let k = layout.sets.iter().position(|s| s.role == role && s.instances.contains(&instance));
-        let k = k.expect("every instance of a side is in one of its sets");
+        let Some(k) = layout.sets.iter().position(|s| s.role == role && s.instances.contains(&instance)) else {
+            return Err(RenderError::at(
+                format!("{role}.instances[{instance}]"),
+                format_args!("runs in no set of pods; render the `kubernetes` format to see why"),
+            ));
+        };
         let host = node0(plan, Role::Prefill, pairs[i].1)?;
         let bootstrap = host_port(&format!("{}.{service}", pod_name(Role::Prefill, i)), bootstrap_port(host));
         let gpu = first_gpu(node0(plan, role, instance)?);
@@ -376,22 +380,22 @@ fn double_quoted(text: &str) -> String {
     out
 }
 
-fn shell(d: &Deployment, files: &AgentFiles, pairs: &[(usize, usize, usize)]) -> Vec<RenderedFile> {
+fn shell(
+    d: &Deployment,
+    files: &AgentFiles,
+    pairs: &[(usize, usize, usize)],
+) -> Result<Vec<RenderedFile>, RenderError> {
     let plan = plan(d);
     let mut out = Vec::new();
     for (i, role, instance) in agents(pairs) {
-        // The plan has a node 0 for every instance the loader accepts; a deployment without one
-        // gets no script for that agent rather than a panic.
-        let (Ok(prefill), Ok(p)) = (node0(&plan, Role::Prefill, pairs[i].1), node0(&plan, role, instance)) else {
-            continue;
-        };
+        let (prefill, p) = (node0(&plan, Role::Prefill, pairs[i].1)?, node0(&plan, role, instance)?);
         let bootstrap = host_port(&prefill.host, bootstrap_port(prefill));
         let log = |role: Role| format!("./{}-smoke-{role}-{i}.log", d.name);
         let other = match role {
             Role::Prefill => (Role::Decode, pairs[i].2),
             Role::Decode => (Role::Prefill, pairs[i].1),
         };
-        let other_host = node0(&plan, other.0, other.1).map(|o| o.host.replace('\n', " ")).unwrap_or_default();
+        let other_host = node0(&plan, other.0, other.1)?.host.replace('\n', " ");
         let mut s = String::from("#!/usr/bin/env bash\n");
         s.push_str(&header(&plan));
         s.push_str(&format!(
@@ -428,7 +432,7 @@ fn shell(d: &Deployment, files: &AgentFiles, pairs: &[(usize, usize, usize)]) ->
         ));
         out.push(RenderedFile { name: format!("{}-smoke-{role}-{i}.sh", d.name), contents: s, executable: true });
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
