@@ -235,7 +235,10 @@ fn kubernetes(
             report_command(&format!("{p}.log"), &format!("{n}.log"))
         ));
     }
-    y.0.push_str(&format!("# `kubectl delete{namespace} -f` this file afterwards.\n"));
+    y.0.push_str(&format!(
+        "# `kubectl delete{namespace} -f` this file afterwards. Run the agents before the servers: a prefill\n\
+         # server on the host network holds the bootstrap port its agent listens on.\n"
+    ));
     y.line(0, "---");
     y.object("v1", "ConfigMap", d, &format!("{}-smoke-agent", d.name), COMPONENT);
     y.key(0, "data");
@@ -621,7 +624,15 @@ mod tests {
         d.prefill.instances[0].nodes[0].ib_device = Some("mlx5_0".into());
         d.prefill.instances[1].nodes[0].ib_device = Some("mlx5_1".into());
         deployments.push(d);
+        let mut refused = example("llama-1p1d").unwrap();
+        refused.name = "Llama".into();
+        deployments.push(refused);
         for d in &deployments {
+            // A deployment the `kubernetes` format refuses gets the same refusal.
+            if let Err(e) = render_kubernetes(d) {
+                assert_eq!(render_agents(d, AgentFormat::Kubernetes, &FILES, true).unwrap_err(), e);
+                continue;
+            }
             for all in [false, true] {
                 let pairs = check(d, all).unwrap_or_else(|e| panic!("{e}"));
                 assert_eq!(pairs, if all { d.prefill.instances.len().max(d.decode.instances.len()) } else { 1 });
