@@ -225,8 +225,9 @@ fn kubernetes(
     let mut y = Yaml(header(plan));
     y.0.push_str(&format!(
         "# The smoke-test agents: each pod is placed as the server pod of the instance it stands in for and\n\
-         # runs {SCRIPT} from the ConfigMap in the servers' image. `kubectl apply{namespace} -f` this file; once\n\
-         # both pods of a pair have ended, read their reports back:\n"
+         # runs {SCRIPT} from the ConfigMap in the servers' image. `kubectl create{namespace} -f` this file\n\
+         # (`apply` would copy the ConfigMap into an annotation, which holds at most 256 KiB); once both pods\n\
+         # of a pair have ended, read their reports back:\n"
     ));
     for &(i, ..) in pairs {
         let (p, n) = (pod_name(Role::Prefill, i), pod_name(Role::Decode, i));
