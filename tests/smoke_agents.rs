@@ -48,7 +48,7 @@ fn first_gpu(plan: &Plan, p: &ServerProcess) -> String {
 }
 
 /// The agent step of pair `i`'s `role`.
-fn agent<'a>(run: &'a Run, role: Role, i: usize) -> &'a Step {
+fn agent(run: &Run, role: Role, i: usize) -> &Step {
     let mut found = run.steps.iter().filter(|s| {
         s.args.get(1).map(String::as_str) == Some(role.as_str()) && after(&s.args, "--pair") == Some(&i.to_string())
     });

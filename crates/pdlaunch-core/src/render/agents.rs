@@ -98,7 +98,7 @@ pub fn render_agents(
     match format {
         AgentFormat::Kubernetes => Ok(vec![kubernetes(d, files, &pairs)?]),
         AgentFormat::Slurm => Ok(vec![sbatch(d, files, &pairs)?]),
-        AgentFormat::Shell => Ok(shell(d, files, &pairs)),
+        AgentFormat::Shell => shell(d, files, &pairs),
     }
 }
 
@@ -225,8 +225,9 @@ fn kubernetes(
     let mut y = Yaml(header(plan));
     y.0.push_str(&format!(
         "# The smoke-test agents: each pod is placed as the server pod of the instance it stands in for and\n\
-         # runs {SCRIPT} from the ConfigMap in the servers' image. `kubectl apply{namespace} -f` this file; once\n\
-         # both pods of a pair have ended, read their reports back:\n"
+         # runs {SCRIPT} from the ConfigMap in the servers' image. `kubectl create{namespace} -f` this file\n\
+         # (`apply` would copy the ConfigMap into an annotation, which holds at most 256 KiB); once both pods\n\
+         # of a pair have ended, read their reports back:\n"
     ));
     for &(i, ..) in pairs {
         let (p, n) = (pod_name(Role::Prefill, i), pod_name(Role::Decode, i));
@@ -235,7 +236,10 @@ fn kubernetes(
             report_command(&format!("{p}.log"), &format!("{n}.log"))
         ));
     }
-    y.0.push_str(&format!("# `kubectl delete{namespace} -f` this file afterwards.\n"));
+    y.0.push_str(&format!(
+        "# `kubectl delete{namespace} -f` this file afterwards. Run the agents before the servers: a prefill\n\
+         # server on the host network holds the bootstrap port its agent listens on.\n"
+    ));
     y.line(0, "---");
     y.object("v1", "ConfigMap", d, &format!("{}-smoke-agent", d.name), COMPONENT);
     y.key(0, "data");
@@ -251,8 +255,12 @@ fn kubernetes(
     y.pair(4, crate::render::INSTANCE_LABEL, &d.name);
     y.pair(4, "app.kubernetes.io/component", COMPONENT);
     for (i, role, instance) in agents(pairs) {
-        let k = layout.sets.iter().position(|s| s.role == role && s.instances.contains(&instance));
-        let k = k.expect("every instance of a side is in one of its sets");
+        let Some(k) = layout.sets.iter().position(|s| s.role == role && s.instances.contains(&instance)) else {
+            return Err(RenderError::at(
+                format!("{role}.instances[{instance}]"),
+                format_args!("runs in no set of pods; render the `kubernetes` format to see why"),
+            ));
+        };
         let host = node0(plan, Role::Prefill, pairs[i].1)?;
         let bootstrap = host_port(&format!("{}.{service}", pod_name(Role::Prefill, i)), bootstrap_port(host));
         let gpu = first_gpu(node0(plan, role, instance)?);
@@ -376,22 +384,22 @@ fn double_quoted(text: &str) -> String {
     out
 }
 
-fn shell(d: &Deployment, files: &AgentFiles, pairs: &[(usize, usize, usize)]) -> Vec<RenderedFile> {
+fn shell(
+    d: &Deployment,
+    files: &AgentFiles,
+    pairs: &[(usize, usize, usize)],
+) -> Result<Vec<RenderedFile>, RenderError> {
     let plan = plan(d);
     let mut out = Vec::new();
     for (i, role, instance) in agents(pairs) {
-        // The plan has a node 0 for every instance the loader accepts; a deployment without one
-        // gets no script for that agent rather than a panic.
-        let (Ok(prefill), Ok(p)) = (node0(&plan, Role::Prefill, pairs[i].1), node0(&plan, role, instance)) else {
-            continue;
-        };
+        let (prefill, p) = (node0(&plan, Role::Prefill, pairs[i].1)?, node0(&plan, role, instance)?);
         let bootstrap = host_port(&prefill.host, bootstrap_port(prefill));
         let log = |role: Role| format!("./{}-smoke-{role}-{i}.log", d.name);
         let other = match role {
             Role::Prefill => (Role::Decode, pairs[i].2),
             Role::Decode => (Role::Prefill, pairs[i].1),
         };
-        let other_host = node0(&plan, other.0, other.1).map(|o| o.host.replace('\n', " ")).unwrap_or_default();
+        let other_host = node0(&plan, other.0, other.1)?.host.replace('\n', " ");
         let mut s = String::from("#!/usr/bin/env bash\n");
         s.push_str(&header(&plan));
         s.push_str(&format!(
@@ -428,7 +436,7 @@ fn shell(d: &Deployment, files: &AgentFiles, pairs: &[(usize, usize, usize)]) ->
         ));
         out.push(RenderedFile { name: format!("{}-smoke-{role}-{i}.sh", d.name), contents: s, executable: true });
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -466,7 +474,7 @@ mod tests {
         if agent == server {
             Ok(())
         } else {
-            Err(format!("{what}: the agent has {agent:?}, its server {server:?}"))
+            Err(format!("{what}: the agent has {agent:?}, against {server:?} (its server's, or the one wanted)"))
         }
     }
 
@@ -617,7 +625,15 @@ mod tests {
         d.prefill.instances[0].nodes[0].ib_device = Some("mlx5_0".into());
         d.prefill.instances[1].nodes[0].ib_device = Some("mlx5_1".into());
         deployments.push(d);
+        let mut refused = example("llama-1p1d").unwrap();
+        refused.name = "Llama".into();
+        deployments.push(refused);
         for d in &deployments {
+            // A deployment the `kubernetes` format refuses gets the same refusal.
+            if let Err(e) = render_kubernetes(d) {
+                assert_eq!(render_agents(d, AgentFormat::Kubernetes, &FILES, true).unwrap_err(), e);
+                continue;
+            }
             for all in [false, true] {
                 let pairs = check(d, all).unwrap_or_else(|e| panic!("{e}"));
                 assert_eq!(pairs, if all { d.prefill.instances.len().max(d.decode.instances.len()) } else { 1 });
