@@ -574,6 +574,9 @@ const PASTED: &[Pasted] = &[
     // A LeaderWorkerSet prefill (`$(LWS_LEADER_ADDRESS)`) and a decode Deployment, each pod
     // binding `$(POD_IP)`: pods are machines of their own.
     Pasted { name: "per-node-k8s", files: &["pasted/per-node-k8s.yaml"], edits: &[], expect: &[], fixed: &[] },
+    // An operator's prefill and decode Deployments, each pod binding `$(POD_IP)` on port 8000:
+    // two pods, two machines.
+    Pasted { name: "per-node-pods", files: &["pasted/per-node-pods.yaml"], edits: &[], expect: &[], fixed: &[] },
     // One pod whose container starts both servers, split over the GPUs: one machine, one port.
     Pasted {
         name: "per-node-k8s-pod",
@@ -705,6 +708,8 @@ fn per_node_scripts_reconstruct_to_a_clean_deployment() {
         ("per-node-slurm-clean", 0, &["machine-1", "machine-2", "machine-3"]),
         ("per-node-k8s", 0, &["qwen3-prefill-0.qwen3-prefill", "qwen3-prefill-0-1.qwen3-prefill", "machine-1"]),
         ("per-node-compose-clean", 0, &["${HOST_IP}", "${HOST_IP}"]),
+        // The router the deployment adds takes a port neither server binds (8001).
+        ("per-node-pods", 0, &["machine-1", "machine-2"]),
     ];
     for (name, notes, hosts) in cases {
         let p = PASTED.iter().find(|p| p.name == *name).unwrap();
