@@ -734,7 +734,7 @@ fn an_element_of_the_job_nodes_array_names_one_node() {
             .filter(|f| matches!(f.finding.code, "PD019" | "PD020"))
             .map(|f| (f.finding.code, f.finding.severity))
             .collect();
-        v.sort();
+        crate::sort::sort(&mut v);
         v
     };
     let l = run(&[("job.sbatch", &job("${nodes[0]}", "${nodes[0]}"))]);
