@@ -540,6 +540,61 @@ const PASTED: &[Pasted] = &[
         expect: &[("PD020", &["per-node-one-machine.sh:4:1", "per-node-one-machine.sh:5:1"])],
         fixed: &[],
     },
+    // A cookbook's per-node blocks: a prefill over two nodes (`--node-rank 0/1`, one
+    // `--dist-init-addr`) binding `$NODE_ADDR`, and a decode binding `$(hostname -i)`: three
+    // machines, nothing to report.
+    Pasted { name: "per-node-hostname", files: &["pasted/per-node-hostname.sh"], edits: &[], expect: &[], fixed: &[] },
+    // One 8-GPU node split with CUDA_VISIBLE_DEVICES (0-3 and 4-7), the two commands run in two
+    // terminals: one machine, so one port for both is an error, not a note.
+    Pasted {
+        name: "per-node-cvd-split",
+        files: &["pasted/per-node-cvd-split.sh"],
+        edits: &[],
+        expect: &[("PD019", &["per-node-cvd-split.sh:8:61", "per-node-cvd-split.sh:12:60"])],
+        fixed: &[],
+    },
+    Pasted { name: "per-node-cvd-split-clean", files: &["pasted/per-node-cvd-split-clean.sh"], edits: &[], expect: &[], fixed: &[] },
+    // The same split with `--base-gpu-id 0` and `4`, the ports apart.
+    Pasted { name: "per-node-base-gpu", files: &["pasted/per-node-base-gpu.sh"], edits: &[], expect: &[], fixed: &[] },
+    // The same GPU set in both commands is each node's own: one port for both is a note only.
+    Pasted { name: "per-node-overlap", files: &["pasted/per-node-overlap.sh"], edits: &[], expect: &[], fixed: &[] },
+    // A SLURM job whose steps bind `$(hostname -i)` on the node `-w ${nodes[k]}` names: the two
+    // decodes on one node share its port and GPUs; the clean twin gives each its own node.
+    Pasted {
+        name: "per-node-slurm",
+        files: &["pasted/per-node-slurm.sbatch"],
+        edits: &[],
+        expect: &[
+            ("PD019", &["per-node-slurm.sbatch:12:66", "per-node-slurm.sbatch:14:66"]),
+            ("PD020", &["per-node-slurm.sbatch:11:38", "per-node-slurm.sbatch:13:38"]),
+        ],
+        fixed: &[],
+    },
+    Pasted { name: "per-node-slurm-clean", files: &["pasted/per-node-slurm-clean.sbatch"], edits: &[], expect: &[], fixed: &[] },
+    // A LeaderWorkerSet prefill (`$(LWS_LEADER_ADDRESS)`) and a decode Deployment, each pod
+    // binding `$(POD_IP)`: pods are machines of their own.
+    Pasted { name: "per-node-k8s", files: &["pasted/per-node-k8s.yaml"], edits: &[], expect: &[], fixed: &[] },
+    // An operator's prefill and decode Deployments, each pod binding `$(POD_IP)` on port 8000:
+    // two pods, two machines.
+    Pasted { name: "per-node-pods", files: &["pasted/per-node-pods.yaml"], edits: &[], expect: &[], fixed: &[] },
+    // One pod whose container starts both servers, split over the GPUs: one machine, one port.
+    Pasted {
+        name: "per-node-k8s-pod",
+        files: &["pasted/per-node-k8s-pod.yaml"],
+        edits: &[],
+        expect: &[("PD019", &["per-node-k8s-pod.yaml:18:70", "per-node-k8s-pod.yaml:20:69"])],
+        fixed: &[],
+    },
+    Pasted { name: "per-node-k8s-pod-clean", files: &["pasted/per-node-k8s-pod-clean.yaml"], edits: &[], expect: &[], fixed: &[] },
+    // Compose services run side by side on one Docker host: `--base-gpu-id 0` twice shares GPUs.
+    Pasted {
+        name: "per-node-compose",
+        files: &["pasted/per-node-compose.yaml"],
+        edits: &[],
+        expect: &[("PD020", &["per-node-compose.yaml:10:49", "per-node-compose.yaml:23:48"])],
+        fixed: &[],
+    },
+    Pasted { name: "per-node-compose-clean", files: &["pasted/per-node-compose-clean.yaml"], edits: &[], expect: &[], fixed: &[] },
     // A value SGLang reads with `json.loads`, written with Python's quotes, and as JSON.
     Pasted {
         name: "json-value",
@@ -638,27 +693,52 @@ fn cli_says_which_commands_were_read_when_none_starts_sglang() {
     assert!(!text.contains("pip"), "{text}");
 }
 
+/// The placeholder notes of per-node material, and the machines `--to-deployment` gives its
+/// nodes: the deployment it reconstructs checks with no error or warning.
 #[test]
 fn per_node_scripts_reconstruct_to_a_clean_deployment() {
-    let p = PASTED.iter().find(|p| p.name == "per-node-docs").unwrap();
-    let l = lint::lint(&pasted_inputs(p), &Options::default());
-    let notes: Vec<&str> =
-        l.findings.iter().filter(|f| f.finding.code == "PD020").map(|f| f.finding.message.as_str()).collect();
-    assert!(notes.len() == 3 && notes.iter().all(|m| m.starts_with("if these run on one machine")), "{notes:?}");
-    let r = lint::reconstruct::deployment(&l, 0).unwrap();
-    let hosts: Vec<&str> = r
-        .deployment
-        .prefill
-        .instances
-        .iter()
-        .chain(&r.deployment.decode.instances)
-        .flat_map(|i| &i.nodes)
-        .map(|n| n.host.as_str())
-        .collect();
-    assert_eq!(hosts, ["machine-1", "machine-2", "machine-3", "machine-4"]);
-    let report = pdlaunch_core::rules::check(&r.deployment);
-    let errors: Vec<_> = report.findings.iter().filter(|f| f.severity != Severity::Note).collect();
-    assert!(errors.is_empty(), "{errors:#?}");
+    // (fixture, PD019/PD020 notes, the nodes' hosts in the deployment)
+    let cases: &[(&str, usize, &[&str])] = &[
+        // Prefill against decode only: the two nodes of one server never share a machine.
+        ("per-node-docs", 2, &["machine-1", "machine-2", "machine-3", "machine-4"]),
+        ("per-node-hostname", 0, &["machine-1", "machine-2", "$(hostname -i)"]),
+        ("per-node-cvd-split-clean", 0, &["$HOST_IP", "$HOST_IP"]),
+        ("per-node-base-gpu", 0, &["${HOST_IP}", "${HOST_IP}"]),
+        ("per-node-overlap", 2, &["machine-1", "machine-2"]),
+        ("per-node-slurm-clean", 0, &["machine-1", "machine-2", "machine-3"]),
+        ("per-node-k8s", 0, &["qwen3-prefill-0.qwen3-prefill", "qwen3-prefill-0-1.qwen3-prefill", "machine-1"]),
+        ("per-node-compose-clean", 0, &["${HOST_IP}", "${HOST_IP}"]),
+        // The router the deployment adds takes a port neither server binds (8001).
+        ("per-node-pods", 0, &["machine-1", "machine-2"]),
+    ];
+    for (name, notes, hosts) in cases {
+        let p = PASTED.iter().find(|p| p.name == *name).unwrap();
+        let l = lint::lint(&pasted_inputs(p), &Options::default());
+        let said: Vec<&str> = l
+            .findings
+            .iter()
+            .filter(|f| matches!(f.finding.code, "PD019" | "PD020"))
+            .map(|f| f.finding.message.as_str())
+            .collect();
+        assert!(
+            said.len() == *notes && said.iter().all(|m| m.starts_with("if these run on one machine")),
+            "{name}: {said:?}"
+        );
+        let r = lint::reconstruct::deployment(&l, 0).unwrap();
+        let got: Vec<&str> = r
+            .deployment
+            .prefill
+            .instances
+            .iter()
+            .chain(&r.deployment.decode.instances)
+            .flat_map(|i| &i.nodes)
+            .map(|n| n.host.as_str())
+            .collect();
+        assert_eq!(got, *hosts, "{name}");
+        let report = pdlaunch_core::rules::check(&r.deployment);
+        let errors: Vec<_> = report.findings.iter().filter(|f| f.severity != Severity::Note).collect();
+        assert!(errors.is_empty(), "{name}: {errors:#?}");
+    }
 }
 
 #[test]

@@ -39,6 +39,11 @@ pub struct ServerView {
     /// on, as far as the material says: processes one script starts side by side share one; the
     /// nodes of one server, or commands written one per machine, do not.
     pub placeholder_machine: Option<String>,
+    /// True when `placeholder_machine` is read from the order of a script's commands (one per
+    /// machine, or side by side in the background), not named by the material (a pod, an `srun
+    /// -w` node): what it keeps apart may still share one machine, and a note says what would
+    /// collide if so.
+    pub placeholder_assumed: bool,
     /// GPUs used on the host, as (first index, count), when known.
     pub gpus: Option<(u32, u32)>,
     /// Instance index and node rank within its side, when known.
@@ -182,6 +187,7 @@ impl ServerView {
             host,
             pod: None,
             placeholder_machine: None,
+            placeholder_assumed: false,
             gpus: None,
             instance: 0,
             node: 0,
@@ -199,6 +205,39 @@ impl ServerView {
     /// have their own network and GPUs, whatever address reaches them), else its host.
     pub fn machine(&self) -> &str {
         self.pod.as_deref().or(self.placeholder_machine.as_deref()).unwrap_or(&self.host)
+    }
+
+    /// The GPUs the process uses on its machine, after `CUDA_VISIBLE_DEVICES` (as text: the
+    /// variable may hold UUIDs): its schedulers take `tp × pp / nnodes` GPUs from `--base-gpu-id`
+    /// upward, step `--gpu-id-step`, unless `gpus` says otherwise. An index past the visible
+    /// list is `#<index>`.
+    pub fn gpu_ids(&self) -> Vec<String> {
+        // No machine holds more GPUs than this; a larger count is a typo, and listing it would
+        // only exhaust memory. The first ones already decide overlaps and installed counts.
+        const MAX_LISTED_GPUS: u32 = 4096;
+        let (base, count) = self.gpus.unwrap_or_else(|| {
+            let per_node =
+                u64::from(self.size("tp_size")) * u64::from(self.size("pp_size")) / u64::from(self.size("nnodes"));
+            (
+                self.int("base_gpu_id").and_then(|v| u32::try_from(v).ok()).unwrap_or(0),
+                u32::try_from(per_node).unwrap_or(u32::MAX).max(1),
+            )
+        });
+        let step = u64::from(self.size("gpu_id_step"));
+        let visible: Option<Vec<&str>> =
+            self.env.get("CUDA_VISIBLE_DEVICES").map(|v| v.split(',').map(str::trim).collect());
+        (0..count.min(MAX_LISTED_GPUS))
+            .map(|i| {
+                let idx = u64::from(base) + u64::from(i) * step;
+                match &visible {
+                    Some(list) => usize::try_from(idx)
+                        .ok()
+                        .and_then(|i| list.get(i))
+                        .map_or_else(|| format!("#{idx}"), |g| (*g).to_owned()),
+                    None => idx.to_string(),
+                }
+            })
+            .collect()
     }
 
     fn sizes(&self) -> &Sizes {

@@ -55,7 +55,7 @@ pub(super) fn run_rules(group: &mut Group) -> Vec<Finding> {
 /// placeholder, were they on one machine, as notes that say what they assume: the material does
 /// not say that they share one.
 fn if_one_machine(ctx: &Context, found: &[Finding]) -> Vec<Finding> {
-    if ctx.servers.iter().all(|s| s.placeholder_machine.is_none()) {
+    if ctx.servers.iter().all(|s| !s.placeholder_assumed) {
         return Vec::new();
     }
     let together = Context {
@@ -64,7 +64,9 @@ fn if_one_machine(ctx: &Context, found: &[Finding]) -> Vec<Finding> {
             .iter()
             .map(|s| {
                 let mut s = s.clone();
-                s.placeholder_machine = None;
+                if s.placeholder_assumed {
+                    s.placeholder_machine = None;
+                }
                 s
             })
             .collect(),
@@ -82,12 +84,15 @@ fn if_one_machine(ctx: &Context, found: &[Finding]) -> Vec<Finding> {
             if found.iter().any(same) || out.iter().any(same) {
                 continue;
             }
-            let host = f
-                .locations
-                .first()
-                .and_then(|l| ctx.servers.iter().find(|s| s.label == l.process))
-                .map(|s| s.host.clone())
-                .unwrap_or_default();
+            // The nodes of one server never share a machine: nothing to say of them.
+            let of = |l: &rules::Location| ctx.servers.iter().find(|s| s.label == l.process);
+            let servers: Vec<&ServerView> = f.locations.iter().filter_map(of).collect();
+            let one_server = servers.windows(2).all(|w| (w[0].role, w[0].instance) == (w[1].role, w[1].instance))
+                && servers.windows(2).any(|w| w[0].node != w[1].node);
+            if one_server {
+                continue;
+            }
+            let host = servers.first().map(|s| s.host.clone()).unwrap_or_default();
             f.message = format!(
                 "if these run on one machine (`{host}` is a placeholder each machine fills in; the material does \
                  not say they share one): {}",

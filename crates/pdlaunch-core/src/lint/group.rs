@@ -196,49 +196,101 @@ pub(super) fn build_groups(
 }
 
 /// The machines of the servers whose host is a per-machine placeholder (`--host ${HOST_IP}`,
-/// `$(hostname -i)`): docs write one command per machine with one such host, so equal text says
-/// nothing about sharing one. Only the script says so: the commands it starts one after another
-/// in the background run side by side on its machine. A command that runs in the foreground
-/// ends its machine's run (the next command is for another machine, or another terminal), and
-/// the nodes of one server, or the copies of one command on several nodes, are never on one.
+/// `$(hostname -i)`, `$(POD_IP)`): docs write one command per machine with one such host, so
+/// equal text says nothing about sharing one. Only the material says so, in these ways:
+///
+/// - A pod: the containers of one pod spec share its network; other pods are other machines.
+///   (A pod the material names, a LeaderWorkerSet's, is already its machine.)
+/// - An `srun -w` node: the steps that name one node run on it.
+/// - One script that starts commands side by side: those it starts one after another in the
+///   background run on its machine. A command in the foreground ends that machine's run (the
+///   next one is for another machine, or another terminal); an srun step runs on the nodes
+///   Slurm gives it, not beside the script. A compose file's services all run side by side
+///   on its Docker host.
+/// - A split of one node's GPUs in one file: a command whose GPUs (after
+///   `CUDA_VISIBLE_DEVICES` and `--base-gpu-id`) are disjoint from every GPU of an earlier
+///   machine's commands, where one of them is placed off GPU 0 (as a process alone on its
+///   machine would not be: `CUDA_VISIBLE_DEVICES=4,5,6,7` beside `0,1,2,3`, `--base-gpu-id 4`
+///   beside 0 with 4 GPUs each), runs on that machine, in the background or not. GPU sets that
+///   overlap say nothing: each machine fills them in.
+///
+/// Never on one machine: the nodes of one server (same role and instance, another node rank),
+/// nor the copies one command makes on several nodes. The machines read from a script's order
+/// are assumptions (`placeholder_assumed`): a collision they keep apart is a note.
 fn assign_placeholder_machines(entries: &mut [ServerEntry], launches: &[Launch], files: &[SourceFile]) {
-    let placeholder = |e: &ServerEntry| {
-        let l = &launches[e.launch];
-        !l.isolated && l.machine.is_none() && e.view.explicit("host").is_some_and(|h| h.contains(['$', '`']))
-    };
+    let placeholder =
+        |e: &ServerEntry| e.view.pod.is_none() && e.view.explicit("host").is_some_and(|h| h.contains(['$', '`']));
     let mut order: Vec<usize> = (0..entries.len()).filter(|&i| placeholder(&entries[i])).collect();
     crate::sort::sort_by_key(&mut order, |&i| entries[i].launch);
-    /// The machine being filled for one file and host: its number, whether the script went on
-    /// past the last command, and its members (role, instance, node, command offset).
-    struct Run {
-        key: (usize, String),
-        number: usize,
-        open: bool,
-        members: Vec<(Option<Role>, usize, usize, usize)>,
+    /// A command on a machine: role, instance, node, command offset, and its GPUs.
+    struct Member {
+        who: (Option<Role>, usize, usize, usize),
+        gpus: Vec<String>,
     }
-    let mut runs: Vec<Run> = Vec::new();
+    impl Member {
+        /// True when the two can never share a machine.
+        fn apart(&self, o: &Member) -> bool {
+            let (a, b) = (self.who, o.who);
+            (a.0 == b.0 && a.1 == b.1 && a.2 != b.2) || a.3 == b.3
+        }
+        /// True when its GPUs are numbered and leave GPU 0 to another process.
+        fn off_zero(&self) -> bool {
+            !self.gpus.is_empty() && self.gpus.iter().all(|g| g.parse::<u64>().is_ok_and(|n| n > 0))
+        }
+    }
+    /// The machines being filled for one file and host: their members, the one the script's
+    /// order fills, and whether the script went on past its last command.
+    struct Runs {
+        key: (usize, String),
+        machines: Vec<Vec<Member>>,
+        current: usize,
+        open: bool,
+    }
+    let mut runs: Vec<Runs> = Vec::new();
     for i in order {
         let l = &launches[entries[i].launch];
         let host = entries[i].view.host.clone();
-        let me = (entries[i].role(), entries[i].view.instance, entries[i].view.node, l.at);
+        let file = base_name(&files[l.file].name);
+        let role = entries[i].role();
+        let view = &mut entries[i].view;
+        if l.isolated {
+            let (line, _) = files[l.file].position(l.pod_at.unwrap_or(l.at));
+            view.placeholder_machine = Some(format!("{host} (the pod at {file}:{line})"));
+            continue;
+        }
+        if let Some(node) = &l.machine {
+            view.placeholder_machine = Some(format!("{host} (node {node})"));
+            continue;
+        }
+        let me = Member { who: (role, view.instance, view.node, l.at), gpus: view.gpu_ids() };
         let key = (l.file, host.clone());
         let k = match runs.iter().position(|r| r.key == key) {
             Some(k) => k,
             None => {
-                runs.push(Run { key, number: 0, open: true, members: Vec::new() });
+                runs.push(Runs { key, machines: Vec::new(), current: 0, open: false });
                 runs.len() - 1
             }
         };
         let run = &mut runs[k];
-        let apart = run.members.iter().any(|m| (m.0 == me.0 && m.1 == me.1 && m.2 != me.2) || m.3 == me.3);
-        if !run.open || apart {
-            run.number += 1;
-            run.members.clear();
-        }
-        run.members.push(me);
+        let split = |m: &[Member]| {
+            !m.is_empty()
+                && m.iter().all(|o| !o.apart(&me) && o.gpus.iter().all(|g| !me.gpus.contains(g)))
+                && (me.off_zero() || m.iter().any(Member::off_zero))
+        };
+        let side_by_side = run.open && run.machines[run.current].iter().all(|o| !o.apart(&me));
+        let n = if side_by_side {
+            run.current
+        } else if let Some(n) = (0..run.machines.len()).rev().find(|&n| split(&run.machines[n])) {
+            n
+        } else {
+            run.machines.push(Vec::new());
+            run.machines.len() - 1
+        };
+        run.machines[n].push(me);
+        run.current = n;
         run.open = l.background;
-        entries[i].view.placeholder_machine =
-            Some(format!("{host} (machine {} of {})", run.number + 1, base_name(&files[l.file].name)));
+        view.placeholder_machine = Some(format!("{host} (machine {} of {file})", n + 1));
+        view.placeholder_assumed = true;
     }
 }
 

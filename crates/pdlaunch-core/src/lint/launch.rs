@@ -71,9 +71,13 @@ pub struct Launch {
     pub meta: Option<Arc<PodMeta>>,
     /// Where its command's line continuation breaks, and the words that never reach it.
     pub breaks: Vec<Break>,
-    /// True when its script starts it in the background (`... &`) and goes on: what the script
-    /// starts next runs beside it, on the same machine.
+    /// True when its script starts it in the background (`... &`) and goes on, or a compose
+    /// file starts it as one of its services: what starts next runs beside it, on the same
+    /// machine.
     pub background: bool,
+    /// The offset of the pod spec (the map holding `containers`) its container is in, in a
+    /// Kubernetes object: the containers of one pod share its network, those of others do not.
+    pub pod_at: Option<usize>,
 }
 
 /// A whole deployment's material: one recipe, or one variant of a recipe with overrides.
@@ -107,6 +111,8 @@ pub struct Surroundings {
     pub machine: Option<String>,
     /// Processes run in their own pod.
     pub isolated: bool,
+    /// The offset of the pod spec being read (see [`Launch::pod_at`]).
+    pub pod_at: Option<usize>,
     /// In a LeaderWorkerSet object, or a RoleBasedGroup's leader-worker role: the group whose
     /// pods are being read.
     pub lws_group: Option<LwsGroup>,
@@ -500,9 +506,11 @@ pub fn scan_shell(
                         let python = is_python(lx.text(prog)).then(|| lx.text(prog).to_owned());
                         let args = (w0 + start..words.end).map(|k| lx.take_word(k)).collect();
                         let mut launch = new_launch(around, (program, entry), (python, file, at), args, env);
-                        let (nodes, machine) = srun_step((w0..prog).map(|k| lx.text(k)), vars);
+                        let prefix = || (w0..prog).map(|k| lx.text(k));
+                        let (nodes, machine) = srun_step(prefix(), vars);
                         launch.machine = machine;
-                        launch.background = lx.background();
+                        // An srun step runs on the nodes Slurm gives it, not beside the script.
+                        launch.background = lx.background() && SrunStep::read(prefix()).is_none();
                         let before = out.len();
                         match nodes {
                             Some(nodes) => push_per_node(vec![launch], nodes, out),
@@ -707,6 +715,7 @@ fn new_launch(
         meta: around.meta.clone(),
         breaks: Vec::new(),
         background: false,
+        pod_at: around.pod_at,
     }
 }
 
@@ -811,12 +820,18 @@ impl<'w> SrunStep<'w> {
             return None;
         }
         let name = self.nodelist?;
-        // A variable the script sets once (`-w "$node_0"`) names one node too, the same one for
-        // every step that names it.
+        // A variable the script sets once (`-w "$node_0"`), or one element of an array of the
+        // job's nodes (`-w ${nodes[1]}`), names one node too, the same one for every step that
+        // names it.
         let name_byte = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_');
-        let variable = name.strip_prefix('$').map(|v| v.trim_start_matches('{').trim_end_matches('}'));
-        let single = match variable {
-            Some(v) => !v.is_empty() && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'),
+        let ident = |v: &str| !v.is_empty() && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        let element =
+            |v: &str| v.strip_suffix(']').and_then(|v| v.split_once('[')).is_some_and(|(a, i)| ident(a) && ident(i));
+        let single = match name.strip_prefix('$') {
+            Some(v) => match v.strip_prefix('{').and_then(|v| v.strip_suffix('}')) {
+                Some(braced) => ident(braced) || element(braced),
+                None => ident(v),
+            },
             None => !name.is_empty() && name.bytes().all(name_byte),
         };
         single.then(|| name.to_owned())

@@ -217,8 +217,11 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
     }
     match node {
         Node::Map(m) => {
-            let saved = (around.hints.len(), around.gpu, around.pod.clone(), around.meta.clone());
+            let saved = (around.hints.len(), around.gpu, around.pod.clone(), around.meta.clone(), around.pod_at);
             let keys = Keys::of(m);
+            if dialect == Dialect::Kubernetes && m.entries.iter().any(|(k, _)| k.text == "containers") {
+                around.pod_at = Some(node.start());
+            }
             // A role of a RoleBasedGroup, or a service of a DynamoGraphDeployment: its replicas are
             // its pods' (or groups') count.
             let replicas = node.get("replicas").and_then(count);
@@ -320,6 +323,7 @@ fn walk(node: &Node, file: usize, dialect: Dialect, around: &mut Surroundings, o
             around.gpu = saved.1;
             around.pod = saved.2;
             around.meta = saved.3;
+            around.pod_at = saved.4;
         }
         Node::Seq(s) => {
             for item in &s.items {
@@ -705,7 +709,14 @@ fn container(keys: &Keys, file: usize, dialect: Dialect, around: &mut Surroundin
             map: None,
             embed: Embed::Generated,
         }));
+        let before = out.len();
         scan_container_words(words, file, around, out);
+        // `docker compose up` starts every service of a file side by side on one Docker host.
+        if dialect == Dialect::Compose {
+            for l in &mut out[before..] {
+                l.background = true;
+            }
+        }
     }
     around.env.truncate(env_len);
     around.release = release;

@@ -1333,6 +1333,63 @@ fn placeholder_hosts_are_per_machine() {
     assert!(told.get() * 20 >= n, "too few cases where the placeholder matters: {} of {n}", told.get());
 }
 
+/// `a_gpu_split_in_one_file_is_one_machine`: the node-0 server scripts of any rendered
+/// deployment in one file, their hosts replaced by one placeholder (`${HOST_IP}`), each run in
+/// the foreground on GPUs of its own through `CUDA_VISIBLE_DEVICES` (one node's GPUs split
+/// between them, as a one-node test writes it), are one machine: no collision is a note, no two
+/// share a GPU, and a port the deployment uses on several of its hosts is a PD019 error.
+#[test]
+fn a_gpu_split_in_one_file_is_one_machine() {
+    let n = cases(100);
+    let mut runner = TestRunner::new(Config { cases: n, failure_persistence: None, ..Config::default() });
+    // Cases with a port collision on the one machine: those where the split decides.
+    let collided = std::cell::Cell::new(0u32);
+    runner
+        .run(&deployment(), |d| {
+            let plan = crate::plan::plan(&d);
+            let files = crate::render::render_shell(&plan);
+            let mut text = String::new();
+            let mut next = 0u32;
+            for p in plan.servers.iter().filter(|p| p.node == 0) {
+                let name = format!("{}.sh", p.id());
+                let f = files.iter().find(|f| f.name == name).expect("a script per process");
+                // Enough visible GPUs for the script's base GPU and count, none another's.
+                let len = p.gpus.0 + p.gpus.1;
+                let visible: Vec<String> = (next..next + len).map(|g| g.to_string()).collect();
+                next += len;
+                let body = f
+                    .contents
+                    .replace(&format!("--host {}", crate::render::quote(&p.host)), "--host ${HOST_IP}")
+                    .replacen("\nexec ", &format!("\nCUDA_VISIBLE_DEVICES={} ", visible.join(",")), 1);
+                text.push_str(&body);
+            }
+            let linted = lint(&[Input::new("one-node.sh", text.clone())], &release_options(&d));
+            let servers: Vec<&ServerEntry> = linted.groups.iter().flat_map(|g| &g.servers).collect();
+            let machines: Vec<Option<&str>> = servers.iter().map(|s| s.view.placeholder_machine.as_deref()).collect();
+            prop_assert!(machines.iter().all(|m| m.is_some() && *m == machines[0]), "{:?}\n{}", machines, text);
+            let notes: Vec<&String> = linted
+                .findings
+                .iter()
+                .filter(|f| f.finding.message.starts_with("if these run on one machine"))
+                .map(|f| &f.finding.message)
+                .collect();
+            prop_assert!(notes.is_empty(), "{:?}", notes);
+            let shared =
+                linted.findings.iter().find(|f| f.finding.code == "PD020" && f.finding.message.contains("they share"));
+            prop_assert!(shared.is_none(), "{:?}", shared.map(|f| &f.finding.message));
+            let port =
+                |f: &&LintFinding| f.finding.code == "PD019" && f.finding.severity == crate::rules::Severity::Error;
+            collided.set(collided.get() + u32::from(linted.findings.iter().any(|f| port(&f))));
+            Ok(())
+        })
+        .unwrap();
+    eprintln!(
+        "a GPU split in one file: {n} generated deployments' node-0 scripts on one machine, {} with a port collision there",
+        collided.get()
+    );
+    assert!(collided.get() * 20 >= n, "too few cases where the split matters: {} of {n}", collided.get());
+}
+
 /// `every_launcher_gives_the_bare_findings`: the server scripts of any rendered deployment, their
 /// `python -m sglang.launch_server` started by another launcher SGLang's arguments reach
 /// unchanged (Dynamo's early worker modules, `sglang_router.launch_server` with router options of

@@ -423,6 +423,7 @@ fn scan_one(doc: &Node, file: usize, base: &Surroundings, scope: Scope, out: &mu
                     meta: None,
                     breaks: Vec::new(),
                     background: false,
+                    pod_at: None,
                 });
             }
             if disaggregated {
@@ -481,6 +482,7 @@ fn router(
         meta: None,
         breaks: Vec::new(),
         background: false,
+        pod_at: None,
     }
 }
 

@@ -502,7 +502,18 @@ impl<'a> Builder<'a> {
 
     fn router(&mut self) {
         let Some(r) = &self.group.router else {
-            self.notes.push("no router found: the deployment's router listens on 0.0.0.0:8000".into());
+            // On a port no server of the material binds, so that it collides with none of them.
+            let used: Vec<i64> = self
+                .group
+                .servers
+                .iter()
+                .flat_map(|s| ["port", "disaggregation_bootstrap_port"].map(|f| s.view.int(f)))
+                .flatten()
+                .collect();
+            let port = (self.d.router.port..=u16::MAX).find(|p| !used.contains(&i64::from(*p)));
+            let port = port.unwrap_or(self.d.router.port);
+            self.d.router.port = port;
+            self.notes.push(format!("no router found: the deployment's router listens on 0.0.0.0:{port}"));
             return;
         };
         let v = &r.view;

@@ -715,6 +715,66 @@ fn an_srun_node_is_the_machine_of_its_step() {
 }
 
 #[test]
+fn an_element_of_the_job_nodes_array_names_one_node() {
+    // `nodes=($(scontrol show hostnames ...))`, then one step per element, both binding the
+    // address of the node they run on: the same element is one node, another element another.
+    let job = |p: &str, d: &str| {
+        format!(
+            "#!/bin/bash\nnodes=($(scontrol show hostnames \"$SLURM_JOB_NODELIST\"))\n\
+             srun -N1 -n1 -w {p} bash -c 'python3 -m sglang.launch_server --model-path m --disaggregation-mode prefill \
+             --tp 8 --host $(hostname -i) --port 30000' &\n\
+             srun -N1 -n1 -w {d} bash -c 'python3 -m sglang.launch_server --model-path m --disaggregation-mode decode \
+             --tp 8 --host $(hostname -i) --port 30000' &\nwait\n"
+        )
+    };
+    let said = |l: &Linted| -> Vec<(&str, Severity)> {
+        let mut v: Vec<_> = l
+            .findings
+            .iter()
+            .filter(|f| matches!(f.finding.code, "PD019" | "PD020"))
+            .map(|f| (f.finding.code, f.finding.severity))
+            .collect();
+        crate::sort::sort(&mut v);
+        v
+    };
+    let l = run(&[("job.sbatch", &job("${nodes[0]}", "${nodes[0]}"))]);
+    assert_eq!(said(&l), [("PD019", Severity::Error), ("PD020", Severity::Error)], "{:#?}", l.findings);
+    let l = run(&[("job.sbatch", &job("${nodes[0]}", "${nodes[1]}"))]);
+    assert_eq!(said(&l), [], "{:#?}", l.findings);
+    // A loop's index names a node per iteration, a command substitution none: Slurm may pack
+    // such steps on one node, so what would collide there is a note.
+    for (p, d) in [("${nodes[$i]}", "${nodes[$i]}"), ("$(hostname)", "$(hostname)")] {
+        let l = run(&[("job.sbatch", &job(p, d))]);
+        assert_eq!(said(&l), [("PD019", Severity::Note), ("PD020", Severity::Note)], "{p}: {:#?}", l.findings);
+    }
+}
+
+#[test]
+fn pods_are_machines_of_their_own() {
+    // Two pods binding `$(POD_IP)` on one port: two machines. Two containers of one pod: one.
+    let container = |role: &str, port: u16| {
+        format!(
+            "    - name: {role}\n      image: lmsysorg/sglang:v0.5.10.post1\n      env:\n        - name: POD_IP\n          \
+             valueFrom: {{fieldRef: {{fieldPath: status.podIP}}}}\n      command: [python3, -m, sglang.launch_server, \
+             --model-path, m, --disaggregation-mode, {role}, --host, $(POD_IP), --port, \"{port}\"]\n"
+        )
+    };
+    let pod = |name: &str, containers: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers:\n{containers}")
+    };
+    let ports = |l: &Linted| -> Vec<Severity> {
+        l.findings.iter().filter(|f| f.finding.code == "PD019").map(|f| f.finding.severity).collect()
+    };
+    let two = [pod("p", &container("prefill", 30000)), pod("d", &container("decode", 30000))].join("---\n");
+    let l = run(&[("pods.yaml", &two)]);
+    assert_eq!(ports(&l), [], "{:#?}", l.findings);
+    let one = pod("pd", &[container("prefill", 30000), container("decode", 30000)].concat());
+    let l = run(&[("pod.yaml", &one)]);
+    assert_eq!(ports(&l), [Severity::Error], "{:#?}", l.findings);
+    assert!(l.findings.iter().any(|f| f.finding.message.contains("(the pod at pod.yaml:5)")), "{:#?}", l.findings);
+}
+
+#[test]
 fn a_release_between_known_ones_is_read_with_the_one_before_and_said() {
     let script = |image: &str| {
         format!(

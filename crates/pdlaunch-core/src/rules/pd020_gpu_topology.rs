@@ -39,40 +39,9 @@ fn node_path(ctx: &Context, s: &ServerView) -> Option<String> {
     ctx.deployment.map(|_| format!("{}.instances[{}].nodes[{}]", role, s.instance, s.node))
 }
 
-/// The most GPU indices listed for one server on one machine.
-const MAX_LISTED_GPUS: u32 = 4096;
-
 /// `tp_size × pp_size`: the GPUs one server uses over all its nodes.
 fn tp_pp(s: &ServerView) -> u64 {
     u64::from(s.size("tp_size")) * u64::from(s.size("pp_size"))
-}
-
-/// GPU indices a server uses on its host, after `CUDA_VISIBLE_DEVICES` (as text: the variable may
-/// hold UUIDs).
-fn physical_gpus(s: &ServerView) -> Vec<String> {
-    let (base, count) = s.gpus.unwrap_or_else(|| {
-        let per_node = tp_pp(s) / u64::from(s.size("nnodes"));
-        (
-            s.int("base_gpu_id").and_then(|v| u32::try_from(v).ok()).unwrap_or(0),
-            u32::try_from(per_node).unwrap_or(u32::MAX).max(1),
-        )
-    });
-    let step = u64::from(s.size("gpu_id_step"));
-    let visible: Option<Vec<String>> =
-        s.env.get("CUDA_VISIBLE_DEVICES").map(|v| v.split(',').map(|x| x.trim().to_owned()).collect());
-    // No machine holds more GPUs than this; a larger count is a typo, and listing it would only
-    // exhaust memory. The first ones already decide the overlap and installed-count checks.
-    (0..count.min(MAX_LISTED_GPUS))
-        .map(|i| {
-            let idx = u64::from(base) + u64::from(i) * step;
-            match &visible {
-                Some(list) => {
-                    usize::try_from(idx).ok().and_then(|i| list.get(i)).cloned().unwrap_or_else(|| format!("#{idx}"))
-                }
-                None => idx.to_string(),
-            }
-        })
-        .collect()
 }
 
 /// `GPU 3`, `GPUs 0-7` or `GPUs 0,2`.
@@ -153,7 +122,7 @@ fn check(ctx: &Context) -> Vec<Finding> {
     // known host are compared.
     let known = |s: &ServerView| !matches!(s.machine(), "" | "0.0.0.0" | "::" | "[::]");
     let ranges: Vec<(&ServerView, Vec<String>)> =
-        ctx.servers.iter().filter(|s| ctx.deployment.is_some() || known(s)).map(|s| (s, physical_gpus(s))).collect();
+        ctx.servers.iter().filter(|s| ctx.deployment.is_some() || known(s)).map(|s| (s, s.gpu_ids())).collect();
     let base_origin = |s: &ServerView| match node_path(ctx, s) {
         Some(p) => Origin::Field { path: format!("{p}.base_gpu_id") },
         None => s.origin("base_gpu_id").cloned().unwrap_or(Origin::Derived),
