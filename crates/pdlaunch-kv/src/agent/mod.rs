@@ -98,7 +98,7 @@ pub enum Role {
 pub enum Memory {
     /// Host memory (NIXL `DRAM_SEG`).
     Dram,
-    /// GPU memory (NIXL `VRAM_SEG`).
+    /// GPU memory (NIXL `VRAM_SEG`; Mooncake's agent allocates it and registers it itself).
     Vram,
 }
 
@@ -304,7 +304,8 @@ impl Pools {
     /// Lays out `contents` (one pool per rank) and, last, a zeroed reference region of
     /// `reference` bytes, in the plan's memory. Made before the library is opened, so that the
     /// library (dropped first) lets go of them before they are freed, and a missing GPU is told
-    /// before a missing library.
+    /// before a missing library (NIXL; Mooncake's agent, which opens the driver, tells it once
+    /// Mooncake is imported).
     fn create(plan: &AgentPlan, tag: &str, contents: &[Vec<u8>], reference: u64) -> Result<Pools, AgentError> {
         // Mooncake's agent allocates its GPU pools itself, from these as staging.
         if plan.memory == Memory::Dram || plan.transport == Transport::Mooncake {
