@@ -274,17 +274,26 @@ fn gpu_pools_need_a_gpu() {
 
 /// `python` started with a stand-in CUDA driver (host memory as device memory, one GPU; built
 /// from `crates/pdlaunch-kv/tests/fixtures/fake_libcuda.c`) on its loader path, as a program to
-/// give `--mooncake-python`: only the Mooncake agent sees it, not pdlaunch.
-fn python_with_stand_in_driver(python: &str) -> PathBuf {
+/// give `--mooncake-python`: only the Mooncake agent sees it, not pdlaunch. `from_source`: its
+/// Mooncake shows no wheel name, as a build from source does (Python's list of installed
+/// distributions comes back empty).
+fn python_with_stand_in_driver(python: &str, from_source: bool) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("pdlaunch-transport-{}", std::process::id())).join("driver");
     std::fs::create_dir_all(&dir).unwrap();
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pdlaunch-kv/tests/fixtures/fake_libcuda.c");
     let o = Command::new("cc").args(["-shared", "-fPIC", "-o"]).arg(dir.join("libcuda.so.1")).arg(&src).output();
     let o = o.expect("a C compiler (cc) builds the stand-in driver");
     assert!(o.status.success(), "cc: {}", String::from_utf8_lossy(&o.stderr));
-    let wrapper = dir.join("python");
-    std::fs::write(&wrapper, format!("#!/bin/sh\nLD_LIBRARY_PATH='{}' exec '{python}' \"$@\"\n", dir.display()))
-        .unwrap();
+    let (wrapper, args) = if from_source {
+        // The agent is started as `python -c SCRIPT`: run SCRIPT after the prelude.
+        let prelude = "import sys, importlib.metadata as m; m.packages_distributions = lambda: {}; \
+                       exec(compile(sys.argv[1], 'mooncake_agent', 'exec'), {'__name__': '__main__'})";
+        (dir.join("python-from-source"), format!("-c \"{prelude}\" \"$2\""))
+    } else {
+        (dir.join("python"), "\"$@\"".to_owned())
+    };
+    let text = format!("#!/bin/sh\nLD_LIBRARY_PATH='{}' exec '{python}' {args}\n", dir.display());
+    std::fs::write(&wrapper, text).unwrap();
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
     wrapper
 }
@@ -336,7 +345,7 @@ fn gpu_pools_through_mooncake_come_from_its_agent() {
             assert!(text.contains("cannot load libcuda.so.1 ("), "{extra:?}: {text}");
         }
     }
-    let driver = python_with_stand_in_driver(&python);
+    let driver = python_with_stand_in_driver(&python, false);
     let driver = driver.to_str().unwrap();
     let o = smoke(driver, &[&both[..], &["--gpus", "0,1"]].concat());
     let text = out(&o);
@@ -353,6 +362,23 @@ fn gpu_pools_through_mooncake_come_from_its_agent() {
         text.contains("GPU 1 was asked for, the driver shows 1: give --gpus indices below 1, or use --backend cpu"),
         "{text}"
     );
+    // A Mooncake without a wheel name is let through; with the stand-in's device memory being
+    // host memory, the non-CUDA engine moves it, so the whole GPU path runs: staged in, device
+    // addresses registered and written, read back, verified, every control caught.
+    let from_source = python_with_stand_in_driver(&python, true);
+    let json = file.with_extension("json");
+    let extra = ["--gpus", "0", "--tokens", "96", "--negative-control", "--json", json.to_str().unwrap()];
+    let o = smoke(from_source.to_str().unwrap(), &[&both[..], &extra[..]].concat());
+    let text = out(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.contains("pools allocated on GPU 0 by the Mooncake agent"), "{text}");
+    assert!(text.contains("pools in GPU memory (prefill GPU 0, decode GPU 0)"), "{text}");
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let e = &r["dynamic"]["engines"][0];
+    assert_eq!(e["verification"]["ok"], e["verification"]["slices"], "{text}");
+    let controls: Vec<_> =
+        r["negative_controls"].as_array().unwrap().iter().filter(|c| c["applicable"] == true).collect();
+    assert!(controls.len() >= 3 && controls.iter().all(|c| c["caught"] == true), "{controls:?}");
 }
 
 /// `--gpus PREFILL,DECODE` places the GPU pools; it is refused without `--backend cuda` and a

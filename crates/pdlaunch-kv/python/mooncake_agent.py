@@ -253,8 +253,12 @@ def main():
                             session, [d[0] for d in chunk], [d[1] for d in chunk], [d[2] for d in chunk]
                         )
                         if ret < 0:
+                            hint = ""
+                            if pools.driver:
+                                # A build from source leaves no wheel name to refuse by.
+                                hint = f"; with GPU pools, a Mooncake built without CUDA fails every write (its log says Bad address): install the CUDA wheel, {CUDA_WHEEL}"
                             raise RuntimeError(
-                                f"batch_transfer_sync_write to {session} of {len(chunk)} descriptor(s) returned {ret}"
+                                f"batch_transfer_sync_write to {session} of {len(chunk)} descriptor(s) returned {ret}{hint}"
                             )
                         batches += 1
                     reply(ok=True, seconds=time.perf_counter() - t, batches=batches)
