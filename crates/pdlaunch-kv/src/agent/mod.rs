@@ -6,13 +6,13 @@
 //! layouts, pages, SGLang's descriptors and the ground truth are deterministic), lays its pools
 //! out in shared memory ([`pools`]), or with GPU pools on its GPU (NIXL: this process,
 //! `device`; Mooncake: its Python agent, from the shared memory as staging), and registers them
-//! per layer buffer as SGLang does ([`region`]). The decode connects and sends its region addresses and page indices
-//! ([`wire`]); the prefill resolves SGLang's descriptors against them and writes through the
-//! library ([`nixl`]: a WRITE transfer with a notification per pair; [`mooncake`]:
-//! `batch_transfer_sync_write` in batches the engine accepts), repeats the plan, then copies the
-//! same bytes as one contiguous region for the reference figure. The decode waits for the
-//! notifications, reads its pools back (Mooncake's GPU pools into their staging memory),
-//! verifies them with the canaries and guard patterns, and reports.
+//! per layer buffer as SGLang does ([`region`]). The decode connects and sends its region
+//! addresses and page indices ([`wire`]); the prefill resolves SGLang's descriptors against
+//! them and writes through the library ([`nixl`]: a WRITE transfer with a notification per
+//! pair; [`mooncake`]: `batch_transfer_sync_write` in batches the engine accepts), repeats the
+//! plan, then copies the same bytes as one contiguous region for the reference figure. The
+//! decode waits for the notifications, reads its pools back (Mooncake's GPU pools into their
+//! staging memory), verifies them with the canaries and guard patterns, and reports.
 //! [`launch`] starts both sides (here, or in two network namespaces, [`netns`]) and turns
 //! their reports into an engine run.
 
