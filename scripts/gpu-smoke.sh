@@ -16,6 +16,9 @@
 #            this script)
 #   PDLAUNCH_NIXL_LIB  libnixl_capi.so of NIXL 1.5.1 (pip install --no-deps nixl==1.5.1
 #            nixl-cu12==1.5.1); without it, or with a binary built without NIXL, step 3 is skipped
+#   PDLAUNCH_GPU_MOONCAKE_PYTHON  a Python with Mooncake's CUDA wheel (pip install
+#            mooncake-transfer-engine==0.3.13.post1); without it, or when it cannot import
+#            mooncake.engine, step 4 is skipped
 #
 # What it runs, each on the CUDA backend (`--backend cuda`: no GPU is exit 2, not a CPU run):
 #   1. correctness with negative controls, Llama-3.1-8B geometry (32 layers, 8 KV heads x 128,
@@ -26,7 +29,11 @@
 #      of the same bytes (the ratio column);
 #   3. NIXL with both pools in GPU memory (VRAM_SEG), the prefill and decode agents two processes
 #      on one GPU (--gpus 0; without it a machine with two GPUs puts the decode's pools on GPU 1):
-#      correctness with negative controls at page 16, bandwidth at page 64.
+#      correctness with negative controls at page 16, bandwidth at page 64;
+#   4. Mooncake with both pools in GPU memory, which its Python agents allocate themselves, two
+#      processes on one GPU (--gpus 0): correctness with negative controls at page 16, bandwidth
+#      at page 64; and when nvidia-smi lists two or more GPUs, the decode's pools on GPU 1
+#      (--gpus 0,1), correctness with negative controls at page 16.
 # Every report's effective page size (both sides, and the pools laid out) must be the one asked:
 # else the run did not test what its name says, and the script fails.
 # The binary is started first (--version): one that cannot start stops the script at once, with
@@ -162,6 +169,42 @@ else
     run nixl-vram-p16 16 --transport nixl --across local --gpus 0 --tokens "$TOKENS" --negative-control
     cp "$OUT_DIR/llama-p64.yaml" "$OUT_DIR/nixl-vram-bw-p64.yaml"
     run nixl-vram-bw-p64 64 --transport nixl --across local --gpus 0 --tokens "$BW_TOKENS" --iterations 5
+fi
+
+# Why the Mooncake step cannot run here, if it cannot.
+mooncake_missing() {
+    local py=${PDLAUNCH_GPU_MOONCAKE_PYTHON:-}
+    if [[ -z $py ]]; then
+        echo "PDLAUNCH_GPU_MOONCAKE_PYTHON is not set (a Python with Mooncake's CUDA wheel: pip install mooncake-transfer-engine==0.3.13.post1)"
+    elif ! timeout 60 "$py" -c "import mooncake.engine" >/dev/null 2>&1; then
+        echo "$py cannot import mooncake.engine (install Mooncake's CUDA wheel there: pip install mooncake-transfer-engine==0.3.13.post1)"
+    fi
+}
+
+# GPUs the driver lists (0 without nvidia-smi).
+gpu_count() {
+    { nvidia-smi -L 2>/dev/null || true; } | grep -c '^GPU '
+}
+
+why=$(mooncake_missing)
+if [[ -n $why ]]; then
+    echo "== mooncake-vram: skipped: $why" >>"$OUT_DIR/summary.txt"
+else
+    py=$PDLAUNCH_GPU_MOONCAKE_PYTHON
+    cp "$OUT_DIR/llama-p16.yaml" "$OUT_DIR/mooncake-vram-p16.yaml"
+    run mooncake-vram-p16 16 --transport mooncake --mooncake-python "$py" --across local --gpus 0 \
+        --tokens "$TOKENS" --negative-control
+    cp "$OUT_DIR/llama-p64.yaml" "$OUT_DIR/mooncake-vram-bw-p64.yaml"
+    run mooncake-vram-bw-p64 64 --transport mooncake --mooncake-python "$py" --across local --gpus 0 \
+        --tokens "$BW_TOKENS" --iterations 5
+    gpus=$(gpu_count)
+    if ((gpus >= 2)); then
+        cp "$OUT_DIR/llama-p16.yaml" "$OUT_DIR/mooncake-vram-2gpu-p16.yaml"
+        run mooncake-vram-2gpu-p16 16 --transport mooncake --mooncake-python "$py" --across local --gpus 0,1 \
+            --tokens "$TOKENS" --negative-control
+    else
+        echo "== mooncake-vram-2gpu: skipped: nvidia-smi -L lists $gpus GPU(s), two are needed" >>"$OUT_DIR/summary.txt"
+    fi
 fi
 
 cat "$OUT_DIR/summary.txt"

@@ -1,6 +1,7 @@
 //! `scripts/gpu-smoke.sh` on a machine without a GPU: its syntax, its stop at once (with `ldd`)
 //! when the binary cannot start, its check of every report's page size against the one asked,
-//! and the guard of its NIXL step, driven by a stand-in binary
+//! the guards of its NIXL and Mooncake steps, and Mooncake across two GPUs when `nvidia-smi`
+//! lists two, driven by a stand-in binary
 //! (`tests/fixtures/gpu-smoke/fake-pdlaunch`) that writes the reports.
 
 use std::os::unix::fs::PermissionsExt;
@@ -27,7 +28,10 @@ fn install(file: &Path, dir: &Path, name: &str, mode: u32) -> PathBuf {
 fn gpu_smoke(dir: &Path, bin: &Path, env: &[(&str, &str)]) -> Output {
     let mut c = Command::new("bash");
     c.arg(script()).arg(bin).env("OUT", dir.join("out")).env("FAKE_LOG", dir.join("calls.log"));
-    c.env_remove("PDLAUNCH_NIXL_LIB").env("LIMIT", "30").stdin(Stdio::null());
+    c.env_remove("PDLAUNCH_NIXL_LIB")
+        .env_remove("PDLAUNCH_GPU_MOONCAKE_PYTHON")
+        .env("LIMIT", "30")
+        .stdin(Stdio::null());
     for (k, v) in env {
         c.env(k, v);
     }
@@ -163,7 +167,7 @@ fn the_nixl_step_is_guarded() {
                 assert!(nixl.is_empty(), "{nixl:?}");
             }
             None => {
-                assert!(!s.contains("skipped"), "{s}");
+                assert!(!s.contains("== nixl-vram: skipped"), "{s}");
                 assert_eq!(nixl.len(), 2, "{nixl:?}");
                 for c in &nixl {
                     assert!(
@@ -174,6 +178,73 @@ fn the_nixl_step_is_guarded() {
                 assert!(s.contains("== nixl-vram-p16 (exit 0)") && s.contains("== nixl-vram-bw-p64 (exit 0)"), "{s}");
                 assert!(s.contains("  page size: 64 in sides.prefill"), "{s}");
             }
+        }
+    }
+}
+
+/// An `nvidia-smi` listing `gpus` GPUs for `-L`, in `dir/bin`; returns a PATH with it first.
+fn nvidia_smi(dir: &Path, gpus: usize) -> String {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let list: String = (0..gpus).map(|i| format!("echo 'GPU {i}: NVIDIA H200 (UUID: GPU-{i})'\n")).collect();
+    let smi = bin.join("nvidia-smi");
+    std::fs::write(&smi, format!("#!/bin/sh\n[ \"$1\" = -L ] || exit 0\n{list}")).unwrap();
+    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default())
+}
+
+/// The Mooncake VRAM step runs only with PDLAUNCH_GPU_MOONCAKE_PYTHON set to a Python that
+/// imports mooncake.engine (here `true` stands in for one), then as two runs on one GPU on the
+/// CUDA backend through that Python, and a third with the decode's pools on GPU 1 when
+/// `nvidia-smi -L` lists two GPUs; otherwise the summary says why each part was skipped.
+#[test]
+fn the_mooncake_step_is_guarded_and_crosses_gpus_when_there_are_two() {
+    for (python, gpus, skipped) in [
+        (None, 2, Some("== mooncake-vram: skipped: PDLAUNCH_GPU_MOONCAKE_PYTHON is not set (a Python with Mooncake's CUDA wheel: pip install mooncake-transfer-engine==0.3.13.post1)")),
+        (Some("false"), 2, Some("== mooncake-vram: skipped: false cannot import mooncake.engine (install Mooncake's CUDA wheel there")),
+        (Some("true"), 1, Some("== mooncake-vram-2gpu: skipped: nvidia-smi -L lists 1 GPU(s), two are needed")),
+        (Some("true"), 2, None),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = install(&root().join("tests/fixtures/gpu-smoke/fake-pdlaunch"), dir.path(), "pdlaunch", 0o755);
+        let path = nvidia_smi(dir.path(), gpus);
+        let mut env = vec![("PATH", path.as_str())];
+        if let Some(p) = python {
+            env.push(("PDLAUNCH_GPU_MOONCAKE_PYTHON", p));
+        }
+        let o = gpu_smoke(dir.path(), &fake, &env);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let s = summary(dir.path());
+        let runs: Vec<String> = calls(dir.path())
+            .into_iter()
+            .filter(|c| c.contains("--transport mooncake") && !c.contains("--help"))
+            .collect();
+        if let Some(why) = skipped {
+            assert!(s.contains(why), "{s}");
+        }
+        let expected = match (python, gpus) {
+            (Some("true"), 1) => 2,
+            (Some("true"), _) => 3,
+            _ => 0,
+        };
+        assert_eq!(runs.len(), expected, "{runs:?}");
+        for (i, c) in runs.iter().enumerate() {
+            assert!(
+                c.contains("--backend cuda") && c.contains("--across local") && c.contains("--mooncake-python true"),
+                "{c}"
+            );
+            assert!(c.contains(if i < 2 { "--gpus 0 " } else { "--gpus 0,1 " }), "{c}");
+        }
+        if expected > 0 {
+            for run in ["mooncake-vram-p16", "mooncake-vram-bw-p64"] {
+                let at = s.find(&format!("== {run} (exit 0)\n")).unwrap_or_else(|| panic!("{run} ran:\n{s}"));
+                let page = s[at..].lines().find(|l| l.starts_with("  page size:")).unwrap();
+                assert!(page.ends_with(", as asked"), "{page}");
+            }
+        }
+        if expected == 3 {
+            assert!(s.contains("== mooncake-vram-2gpu-p16 (exit 0)"), "{s}");
+            assert!(!s.contains("skipped: nvidia-smi"), "{s}");
         }
     }
 }

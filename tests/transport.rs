@@ -10,7 +10,8 @@
 //! Namespaces need root; without it the tests run the agents on this machine instead.
 
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -271,21 +272,113 @@ fn gpu_pools_need_a_gpu() {
     }
 }
 
-/// Mooncake's agent registers memory in its own Python process, which cannot take this
-/// process's GPU pools: `--backend cuda` with it is refused, exit 2, with the way out, GPU or not.
+/// `python` started with a stand-in CUDA driver (host memory as device memory, one GPU; built
+/// from `crates/pdlaunch-kv/tests/fixtures/fake_libcuda.c`) on its loader path, as a program to
+/// give `--mooncake-python`: only the Mooncake agent sees it, not pdlaunch. `from_source`: its
+/// Mooncake shows no wheel name, as a build from source does (Python's list of installed
+/// distributions comes back empty).
+fn python_with_stand_in_driver(python: &str, from_source: bool) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pdlaunch-transport-{}", std::process::id())).join("driver");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pdlaunch-kv/tests/fixtures/fake_libcuda.c");
+    let o = Command::new("cc").args(["-shared", "-fPIC", "-o"]).arg(dir.join("libcuda.so.1")).arg(&src).output();
+    let o = o.expect("a C compiler (cc) builds the stand-in driver");
+    assert!(o.status.success(), "cc: {}", String::from_utf8_lossy(&o.stderr));
+    let (wrapper, args) = if from_source {
+        // The agent is started as `python -c SCRIPT`: run SCRIPT after the prelude.
+        let prelude = "import sys, importlib.metadata as m; m.packages_distributions = lambda: {}; \
+                       exec(compile(sys.argv[1], 'mooncake_agent', 'exec'), {'__name__': '__main__'})";
+        (dir.join("python-from-source"), format!("-c \"{prelude}\" \"$2\""))
+    } else {
+        (dir.join("python"), "\"$@\"".to_owned())
+    };
+    let text = format!("#!/bin/sh\nLD_LIBRARY_PATH='{}' exec '{python}' {args}\n", dir.display());
+    std::fs::write(&wrapper, text).unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    wrapper
+}
+
+/// `--backend cuda --transport mooncake`: Mooncake's Python agent allocates the GPU pools itself
+/// (the memory it registers is its own, as SGLang's KV tensors are), so the refusals come from
+/// it, through the real agent and wheel, exit 2. Without a driver: "cannot load libcuda.so.1",
+/// use the CPU, for both sides together and a decode started alone. With a driver (the stand-in)
+/// and the non-CUDA wheel that `scripts/test.sh` installs: the CUDA wheel's install line, since
+/// that wheel fails every write of device memory; and `--gpus` reaches each side's agent (the
+/// decode's GPU 1 is not on the stand-in's one GPU). On a GPU machine, the run passes with the
+/// CUDA wheel, or names it.
 #[test]
-fn gpu_pools_through_mooncake_are_refused_with_the_way_out() {
+fn gpu_pools_through_mooncake_come_from_its_agent() {
+    use pdlaunch_kv::engine::cuda::{probe, Probe};
+    let Some(lib) = library("mooncake") else { return };
+    let python = lib[3].clone();
     let file = write("vram-mooncake", &deployment("gqa", 16, 1, 1));
-    let o = Command::new(BIN)
-        .args(["smoke", file.to_str().unwrap(), "--transport", "mooncake", "--backend", "cuda", "--timeout", "20"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    let smoke = |python: &str, extra: &[&str]| {
+        Command::new(BIN)
+            .args(["smoke", file.to_str().unwrap(), "--transport", "mooncake", "--mooncake-python", python])
+            .args(["--backend", "cuda", "--timeout", "30"])
+            .args(extra)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let both = ["--across", "local", "--bootstrap", "127.0.0.1:0"];
+    let Probe::Unavailable { reason } = probe() else {
+        let o = smoke(&python, &both);
+        let text = out(&o);
+        match o.status.code() {
+            Some(0) => assert!(text.contains("pools allocated on GPU 0 by the Mooncake agent"), "{text}"),
+            _ => assert!(text.contains("pip install mooncake-transfer-engine==0.3.13.post1"), "{text}"),
+        }
+        return;
+    };
+    let closed = closed_port();
+    let decode = ["--side", "decode", "--bootstrap", closed.as_str()];
+    for extra in [&both[..], &decode[..]] {
+        let o = smoke(&python, extra);
+        let text = out(&o);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {text}");
+        assert!(text.contains(&format!("the Mooncake agent ({python}): ")), "{extra:?}: {text}");
+        assert!(text.contains("use --backend cpu"), "{extra:?}: {text}");
+        assert!(!text.contains("VRAM_SEG") && !text.contains("panicked"), "{text}");
+        if reason.contains("libcuda.so) was not found") {
+            assert!(text.contains("cannot load libcuda.so.1 ("), "{extra:?}: {text}");
+        }
+    }
+    let driver = python_with_stand_in_driver(&python, false);
+    let driver = driver.to_str().unwrap();
+    let o = smoke(driver, &[&both[..], &["--gpus", "0,1"]].concat());
     let text = out(&o);
-    assert!(text.contains("--backend cuda with --transport mooncake"), "{text}");
-    assert!(text.contains("pip install mooncake-transfer-engine==0.3.13.post1"), "{text}");
-    assert!(text.contains("use --transport nixl --backend cuda, or --backend cpu"), "{text}");
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(text.contains("has Mooncake's non-CUDA wheel (mooncake-transfer-engine-non-cuda)"), "{text}");
+    assert!(
+        text.contains("install the CUDA wheel there, pip install mooncake-transfer-engine==0.3.13.post1"),
+        "{text}"
+    );
+    let o = smoke(driver, &[&decode[..], &["--gpus", "0,1"]].concat());
+    let text = out(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("GPU 1 was asked for, the driver shows 1: give --gpus indices below 1, or use --backend cpu"),
+        "{text}"
+    );
+    // A Mooncake without a wheel name is let through; with the stand-in's device memory being
+    // host memory, the non-CUDA engine moves it, so the whole GPU path runs: staged in, device
+    // addresses registered and written, read back, verified, every control caught.
+    let from_source = python_with_stand_in_driver(&python, true);
+    let json = file.with_extension("json");
+    let extra = ["--gpus", "0", "--tokens", "96", "--negative-control", "--json", json.to_str().unwrap()];
+    let o = smoke(from_source.to_str().unwrap(), &[&both[..], &extra[..]].concat());
+    let text = out(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.contains("pools allocated on GPU 0 by the Mooncake agent"), "{text}");
+    assert!(text.contains("pools in GPU memory (prefill GPU 0, decode GPU 0)"), "{text}");
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let e = &r["dynamic"]["engines"][0];
+    assert_eq!(e["verification"]["ok"], e["verification"]["slices"], "{text}");
+    let controls: Vec<_> =
+        r["negative_controls"].as_array().unwrap().iter().filter(|c| c["applicable"] == true).collect();
+    assert!(controls.len() >= 3 && controls.iter().all(|c| c["caught"] == true), "{controls:?}");
 }
 
 /// `--gpus PREFILL,DECODE` places the GPU pools; it is refused without `--backend cuda` and a
@@ -302,7 +395,9 @@ fn gpu_placement_needs_gpu_pools() {
         let o = smoke(extra);
         assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", out(&o));
         assert!(
-            out(&o).contains("--gpus places the agents' GPU pools: it needs --backend cuda and --transport nixl"),
+            out(&o).contains(
+                "--gpus places the agents' GPU pools: it needs --backend cuda and --transport nixl or mooncake"
+            ),
             "{}",
             out(&o)
         );

@@ -608,9 +608,9 @@ fn transport_engine(l: &Launcher, opts: &Options) -> Result<Chosen, SmokeError> 
     }
     let mut l = l.clone();
     if opts.backend == BackendChoice::Cuda {
-        crate::agent::vram_refusal(l.transport).map_err(|e| SmokeError::Environment(e.to_string()))?;
         l.memory = Memory::Vram;
-        l.gpus = Some(crate::agent::vram_gpus(l.gpus).map_err(|e| SmokeError::Environment(e.to_string()))?);
+        l.gpus =
+            Some(crate::agent::vram_gpus(l.transport, l.gpus).map_err(|e| SmokeError::Environment(e.to_string()))?);
     }
     let engine = TransportEngine::new(l.clone()).map_err(|e| SmokeError::Environment(e.to_string()))?;
     let env = Environment {

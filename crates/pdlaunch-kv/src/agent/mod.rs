@@ -4,13 +4,15 @@
 //!
 //! Each side prepares the same case as the in-process engines ([`crate::case::prepare`]: the
 //! layouts, pages, SGLang's descriptors and the ground truth are deterministic), lays its pools
-//! out in shared memory ([`pools`]) and registers them per layer buffer as SGLang does
-//! ([`region`]). The decode connects and sends its region addresses and page indices
-//! ([`wire`]); the prefill resolves SGLang's descriptors against them and writes through the
-//! library ([`nixl`]: a WRITE transfer with a notification per pair; [`mooncake`]:
-//! `batch_transfer_sync_write` in batches the engine accepts), repeats the plan, then copies the
-//! same bytes as one contiguous region for the reference figure. The decode waits for the
-//! notifications, verifies its own pools with the canaries and guard patterns, and reports.
+//! out in shared memory ([`pools`]), or with GPU pools on its GPU (NIXL: this process,
+//! `device`; Mooncake: its Python agent, from the shared memory as staging), and registers them
+//! per layer buffer as SGLang does ([`region`]). The decode connects and sends its region
+//! addresses and page indices ([`wire`]); the prefill resolves SGLang's descriptors against
+//! them and writes through the library ([`nixl`]: a WRITE transfer with a notification per
+//! pair; [`mooncake`]: `batch_transfer_sync_write` in batches the engine accepts), repeats the
+//! plan, then copies the same bytes as one contiguous region for the reference figure. The
+//! decode waits for the notifications, reads its pools back (Mooncake's GPU pools into their
+//! staging memory), verifies them with the canaries and guard patterns, and reports.
 //! [`launch`] starts both sides (here, or in two network namespaces, [`netns`]) and turns
 //! their reports into an engine run.
 
@@ -97,7 +99,7 @@ pub enum Role {
 pub enum Memory {
     /// Host memory (NIXL `DRAM_SEG`).
     Dram,
-    /// GPU memory (NIXL `VRAM_SEG`).
+    /// GPU memory (NIXL `VRAM_SEG`; Mooncake's agent allocates it and registers it itself).
     Vram,
 }
 
@@ -268,6 +270,13 @@ pub trait Link {
     fn write(&mut self, descs: &[WriteDesc], notify: &str, deadline: Instant) -> Result<WriteStats, AgentError>;
     /// Waits until `n` notifications arrived; returns how many did.
     fn await_notifications(&mut self, n: u32, deadline: Instant) -> Result<u32, AgentError>;
+    /// Copies the first `lens[i]` bytes of each pool the library holds apart from the attached
+    /// ones back into them (Mooncake's GPU pools, allocated by its agent, into their staging
+    /// memory), once every write landed; nothing where the library uses the attached pools.
+    fn readback(&mut self, lens: &[u64]) -> Result<(), AgentError> {
+        let _ = lens;
+        Ok(())
+    }
 }
 
 fn open_link(plan: &AgentPlan) -> Result<Box<dyn Link>, AgentError> {
@@ -283,8 +292,9 @@ fn open_link(plan: &AgentPlan) -> Result<Box<dyn Link>, AgentError> {
     }
 }
 
-/// One side's pools: shared memory the library maps (`Memory::Dram`), or one GPU allocation
-/// each (`Memory::Vram`).
+/// One side's pools: shared memory the library maps (`Memory::Dram`, and with Mooncake also
+/// `Memory::Vram`: the staging copy its agent allocates GPU pools from), or one GPU allocation
+/// each (`Memory::Vram` with NIXL).
 enum Pools {
     Host(Vec<SharedPool>),
     #[cfg(feature = "cuda")]
@@ -295,33 +305,29 @@ impl Pools {
     /// Lays out `contents` (one pool per rank) and, last, a zeroed reference region of
     /// `reference` bytes, in the plan's memory. Made before the library is opened, so that the
     /// library (dropped first) lets go of them before they are freed, and a missing GPU is told
-    /// before a missing library.
+    /// before a missing library (NIXL; Mooncake's agent, which opens the driver, tells it once
+    /// Mooncake is imported).
     fn create(plan: &AgentPlan, tag: &str, contents: &[Vec<u8>], reference: u64) -> Result<Pools, AgentError> {
-        match plan.memory {
-            Memory::Dram => {
-                let mut pools: Vec<SharedPool> =
-                    contents.iter().map(|v| SharedPool::with_contents(tag, v)).collect::<Result<_, _>>()?;
-                pools.push(SharedPool::create(&format!("{tag}-ref"), reference)?);
-                Ok(Pools::Host(pools))
-            }
-            #[cfg(feature = "cuda")]
-            Memory::Vram => {
-                if plan.transport == Transport::Mooncake {
-                    return Err(AgentError::Environment(mooncake::VRAM_REFUSAL.into()));
-                }
-                let gpu = device::Gpu::open(plan.gpu)?;
-                let mut pools: Vec<device::DevicePool> =
-                    contents.iter().map(|v| gpu.pool(v, v.len())).collect::<Result<_, _>>()?;
-                pools.push(gpu.pool(&[], reference as usize)?);
-                Ok(Pools::Device(pools))
-            }
-            #[cfg(not(feature = "cuda"))]
-            Memory::Vram => {
-                if plan.transport == Transport::Mooncake {
-                    return Err(AgentError::Environment(mooncake::VRAM_REFUSAL.into()));
-                }
-                Err(vram_gpus(None).err().unwrap_or_else(|| AgentError::Environment("no CUDA engine".into())))
-            }
+        // Mooncake's agent allocates its GPU pools itself, from these as staging.
+        if plan.memory == Memory::Dram || plan.transport == Transport::Mooncake {
+            let mut pools: Vec<SharedPool> =
+                contents.iter().map(|v| SharedPool::with_contents(tag, v)).collect::<Result<_, _>>()?;
+            pools.push(SharedPool::create(&format!("{tag}-ref"), reference)?);
+            return Ok(Pools::Host(pools));
+        }
+        #[cfg(feature = "cuda")]
+        {
+            let gpu = device::Gpu::open(plan.gpu)?;
+            let mut pools: Vec<device::DevicePool> =
+                contents.iter().map(|v| gpu.pool(v, v.len())).collect::<Result<_, _>>()?;
+            pools.push(gpu.pool(&[], reference as usize)?);
+            Ok(Pools::Device(pools))
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            Err(vram_gpus(plan.transport, None)
+                .err()
+                .unwrap_or_else(|| AgentError::Environment("no CUDA engine".into())))
         }
     }
 
@@ -355,29 +361,34 @@ impl Pools {
 }
 
 /// The GPUs for both sides' pools when both agents run on this machine with `--backend cuda`
-/// (`asked`, else see [`device::local_gpus`]); `Environment` (exit 2) when there is no driver or
-/// no GPU, or an asked one is not there.
-pub fn vram_gpus(asked: Option<(u32, u32)>) -> Result<(u32, u32), AgentError> {
+/// (`asked`, else see [`device::local_gpus`]). NIXL's pools are this process's: `Environment`
+/// (exit 2) when there is no driver or no GPU, or an asked one is not there. Mooncake's are its
+/// Python agent's, which opens the driver itself and says when there is none: where this process
+/// sees no driver, `asked` (else GPU 0 for both) goes to the agents as it is.
+pub fn vram_gpus(transport: Transport, asked: Option<(u32, u32)>) -> Result<(u32, u32), AgentError> {
     #[cfg(feature = "cuda")]
     {
+        use crate::engine::cuda::{probe, Probe};
+        if transport == Transport::Mooncake && matches!(probe(), Probe::Unavailable { .. }) {
+            return Ok(asked.unwrap_or((0, 0)));
+        }
         device::local_gpus(asked)
     }
     #[cfg(not(feature = "cuda"))]
     {
-        let _ = asked;
-        Err(AgentError::Environment(
-            "--backend cuda with --transport nixl needs the CUDA engine: this pdlaunch was built without the feature cuda; use --backend cpu".into(),
-        ))
+        match transport {
+            Transport::Mooncake => Ok(asked.unwrap_or((0, 0))),
+            _ => Err(AgentError::Environment(
+                "--backend cuda with --transport nixl needs the CUDA engine: this pdlaunch was built without the feature cuda; use --backend cpu".into(),
+            )),
+        }
     }
 }
 
-/// Why `--backend cuda` cannot run with `transport` here, if it cannot: Mooncake's agent cannot
-/// take GPU pools ([`mooncake::VRAM_REFUSAL`]), and NIXL's `VRAM_SEG` needs a driver and a GPU.
+/// Why `--backend cuda` cannot run with `transport` here, if this process can tell: NIXL's
+/// `VRAM_SEG` needs a driver and a GPU here; Mooncake's agent checks its own.
 pub fn vram_refusal(transport: Transport) -> Result<(), AgentError> {
-    match transport {
-        Transport::Mooncake => Err(AgentError::Environment(mooncake::VRAM_REFUSAL.into())),
-        _ => vram_gpus(None).map(|_| ()),
-    }
+    vram_gpus(transport, None).map(|_| ())
 }
 
 fn input(e: impl std::fmt::Display) -> AgentError {
@@ -532,6 +543,7 @@ pub fn serve(plan: &AgentPlan, ready: &mut dyn FnMut(&str)) -> Result<Outcome, A
             }
             let notifications = link.await_notifications(done.notifications, deadline)?;
             let lens: Vec<u64> = p.decode.ranks.iter().map(|r| r.pool_bytes).collect();
+            link.readback(&lens)?;
             let images = pools.images(&lens)?;
             let verification = p.verify(&images);
             let classes = verification.classes.iter().map(|&c| class_letter(c)).collect();
@@ -609,26 +621,45 @@ mod tests {
         }
     }
 
-    /// A side asked for GPU pools refuses before it loads any library: Mooncake always (its
-    /// Python agent cannot take them), NIXL when there is no driver or no GPU, exit 2 both.
+    /// Without a driver or a GPU, a side asked for GPU pools is an environment error (exit 2)
+    /// saying to use the CPU: NIXL's before it loads the library (the pools are this
+    /// process's), Mooncake's from its Python agent, which allocates them and finds no driver
+    /// (through the real agent and the wheel in `PDLAUNCH_TEST_MOONCAKE_PYTHON`).
     #[cfg(feature = "cuda")]
     #[test]
-    fn gpu_pools_are_refused_before_any_library() {
+    fn gpu_pools_without_a_gpu_are_an_environment_error() {
         use crate::engine::cuda::{probe, Probe};
+        let Probe::Unavailable { reason } = probe() else {
+            eprintln!("skipped: a GPU is here");
+            return;
+        };
+        let python = std::env::var("PDLAUNCH_TEST_MOONCAKE_PYTHON").ok().filter(|p| !p.is_empty());
+        if python.is_none() {
+            eprintln!("skipped for Mooncake: PDLAUNCH_TEST_MOONCAKE_PYTHON is not set");
+        }
         for role in [Role::Prefill, Role::Decode] {
-            let e = serve(&plan(role, Transport::Mooncake), &mut |_| {}).unwrap_err();
+            let e = serve(&plan(role, Transport::Nixl), &mut |_| {}).unwrap_err();
             assert_eq!(e.exit_code(), 2);
-            assert_eq!(e.to_string(), mooncake::VRAM_REFUSAL);
-            if matches!(probe(), Probe::Unavailable { .. }) {
-                let e = serve(&plan(role, Transport::Nixl), &mut |_| {}).unwrap_err();
-                assert_eq!(e.exit_code(), 2);
-                assert!(
-                    e.to_string().starts_with("no CUDA driver / no GPU: --backend cuda needs one; use --backend cpu"),
-                    "{e}"
-                );
-                assert_eq!(vram_refusal(Transport::Nixl).unwrap_err(), e);
+            assert!(
+                e.to_string().starts_with("no CUDA driver / no GPU: --backend cuda needs one; use --backend cpu"),
+                "{e}"
+            );
+            assert_eq!(vram_refusal(Transport::Nixl).unwrap_err(), e);
+            // Mooncake's agent opens the driver itself: nothing is refused here.
+            assert_eq!(vram_refusal(Transport::Mooncake), Ok(()));
+            assert_eq!(vram_gpus(Transport::Mooncake, None), Ok((0, 0)));
+            assert_eq!(vram_gpus(Transport::Mooncake, Some((1, 2))), Ok((1, 2)));
+            let Some(python) = &python else { continue };
+            let p =
+                AgentPlan { mooncake_python: python.clone(), timeout_ms: 30_000, ..plan(role, Transport::Mooncake) };
+            let e = serve(&p, &mut |_| {}).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{e}");
+            let text = e.to_string();
+            assert!(text.starts_with(&format!("the Mooncake agent ({python}): ")), "{text}");
+            assert!(text.ends_with("use --backend cpu"), "{text}");
+            if reason.contains("libcuda.so) was not found") {
+                assert!(text.contains("cannot load libcuda.so.1 ("), "{text}");
             }
-            assert_eq!(vram_refusal(Transport::Mooncake).unwrap_err().to_string(), mooncake::VRAM_REFUSAL);
         }
     }
 

@@ -4,6 +4,14 @@
 //! "P2PHANDSHAKE", protocol, device)` as SGLang calls it, the pools mapped from shared memory
 //! and registered with `batch_register_memory`, and the writes as `batch_transfer_sync_write`
 //! calls of at most [`BATCH`] descriptors (4,096 in one batch are refused over TCP; 2,048 pass).
+//!
+//! With `--backend cuda` the shared-memory pools are the staging copy (the same bytes as the host
+//! path): the Python agent allocates each pool on the plan's GPU itself (the memory Mooncake
+//! registers must belong to the process that registers it, as SGLang's KV tensors belong to the
+//! process that calls `register_memory`), copies the staging bytes in and registers the device
+//! addresses; before the decode verifies, `readback` copies its device pools into their staging
+//! mappings. No driver or GPU there, or Mooncake's non-CUDA wheel (which registers device memory
+//! but fails every write of it with "Bad address"), is an environment error naming the way out.
 
 use std::io::Write;
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -14,7 +22,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::pools::SharedPool;
-use super::{AgentError, AgentPlan, Link, WriteStats};
+use super::{AgentError, AgentPlan, Link, Memory, WriteStats};
 
 /// The agent script, run with `python -c`.
 pub const SCRIPT: &str = include_str!("../../python/mooncake_agent.py");
@@ -25,13 +33,6 @@ pub const BATCH: usize = 2048;
 /// The install line printed when `mooncake` cannot be imported.
 pub const INSTALL: &str =
     "pip install mooncake-transfer-engine-non-cuda==0.3.13.post1 (and apt-get install libibverbs1)";
-
-/// Why `--backend cuda` is refused with Mooncake. The pools of this process are device memory
-/// of its own CUDA context; the Python agent that registers them with Mooncake is another
-/// process, where those pointers mean nothing until they are exported and opened there as CUDA
-/// IPC handles, and the wheel the tests install (`-non-cuda`) cannot register device memory at
-/// all.
-pub const VRAM_REFUSAL: &str = "--backend cuda with --transport mooncake: GPU pools are not available through the Mooncake agent (it registers memory in its own Python process, and GPU pools would need CUDA IPC handles opened there, with Mooncake's CUDA wheel: pip install mooncake-transfer-engine==0.3.13.post1); use --transport nixl --backend cuda, or --backend cpu";
 
 /// The Python agent.
 pub struct MooncakeLink {
@@ -44,6 +45,9 @@ pub struct MooncakeLink {
     protocol: String,
     python: String,
     limit: Duration,
+    /// Where the Python agent puts the pools, and on which GPU.
+    memory: Memory,
+    gpu: u32,
 }
 
 impl MooncakeLink {
@@ -74,6 +78,8 @@ impl MooncakeLink {
             protocol: plan.mooncake_protocol.clone(),
             python,
             limit: Duration::from_millis(plan.timeout_ms.max(1)),
+            memory: plan.memory,
+            gpu: plan.gpu,
         };
         let r =
             link.request(&json!({"op": "init", "host": plan.host, "protocol": plan.mooncake_protocol, "device": ""}))?;
@@ -113,7 +119,10 @@ impl MooncakeLink {
                     return Ok(v);
                 }
                 let msg = v["error"].as_str().unwrap_or("failed").to_owned();
-                Err(if v["kind"] == "environment" {
+                Err(if v["kind"] == "device" {
+                    // The driver, the GPU or the wheel: the message names the way out.
+                    AgentError::Environment(format!("the Mooncake agent ({}): {msg}", self.python))
+                } else if v["kind"] == "environment" {
                     AgentError::Environment(format!(
                         "Mooncake: {msg}; install: {INSTALL}, and give that Python with --mooncake-python"
                     ))
@@ -133,12 +142,16 @@ impl MooncakeLink {
 
 impl Link for MooncakeLink {
     fn describe(&self) -> String {
-        format!("Mooncake transfer engine ({}, P2PHANDSHAKE), batches of at most {BATCH}", self.protocol)
+        let pools = match self.memory {
+            Memory::Vram => format!(", pools allocated on GPU {} by the Mooncake agent", self.gpu),
+            Memory::Dram => String::new(),
+        };
+        format!("Mooncake transfer engine ({}, P2PHANDSHAKE), batches of at most {BATCH}{pools}", self.protocol)
     }
 
     fn attach(&mut self, pools: &[&SharedPool]) -> Result<Vec<u64>, AgentError> {
         let list: Vec<Value> = pools.iter().map(|p| json!([p.path().to_string_lossy(), p.len()])).collect();
-        let r = self.request(&json!({"op": "map", "pools": list}))?;
+        let r = self.request(&json!({"op": "map", "pools": list, "memory": self.memory, "gpu": self.gpu}))?;
         let bases: Vec<u64> =
             r["bases"].as_array().map(|a| a.iter().filter_map(Value::as_u64).collect()).unwrap_or_default();
         if bases.len() != pools.len() {
@@ -179,6 +192,13 @@ impl Link for MooncakeLink {
     fn await_notifications(&mut self, _n: u32, _deadline: Instant) -> Result<u32, AgentError> {
         // batch_transfer_sync_write returns once the bytes are in the peer's memory.
         Ok(0)
+    }
+
+    fn readback(&mut self, lens: &[u64]) -> Result<(), AgentError> {
+        match self.memory {
+            Memory::Vram => self.request(&json!({"op": "readback", "lens": lens})).map(|_| ()),
+            Memory::Dram => Ok(()),
+        }
     }
 }
 

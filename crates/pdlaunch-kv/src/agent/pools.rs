@@ -2,7 +2,9 @@
 //! the contiguous reference region). Shared memory, because the Mooncake agent is a Python
 //! process that maps the same pages and registers its own view of them with the engine, while
 //! this process fills canaries into them and verifies what landed; NIXL registers this
-//! process's view directly.
+//! process's view directly. With GPU pools the Mooncake agent allocates them on the GPU and
+//! these mappings are the staging copy: it copies them in after mapping and back before the
+//! decode verifies, so a mapping must outlive the agent's use of it (the file may go).
 
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};

@@ -321,13 +321,14 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
     let memory = if backend == BackendChoice::Cuda { Memory::Vram } else { Memory::Dram };
     if args.transport.gpus.is_some() && (memory != Memory::Vram || transport == Transport::Memcpy) {
         eprintln!(
-            "{}: --gpus places the agents' GPU pools: it needs --backend cuda and --transport nixl",
+            "{}: --gpus places the agents' GPU pools: it needs --backend cuda and --transport nixl or mooncake",
             style.error("error")
         );
         return Ok(crate::EXIT_BAD_INPUT);
     }
     if transport != Transport::Memcpy && memory == Memory::Vram {
-        // Refused before any library is looked for, so that the refusal names the GPU.
+        // Refused before any library is looked for, so that the refusal names the GPU (NIXL's
+        // pools are this process's; Mooncake's agent opens the driver itself and says so).
         if let Err(e) = agent::vram_refusal(transport) {
             eprintln!("{}: {e}", style.error("error"));
             return Ok(crate::EXIT_BAD_INPUT);
