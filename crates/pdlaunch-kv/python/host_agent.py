@@ -469,7 +469,10 @@ def connect(bootstrap, deadline):
         except OSError as e:
             last = e
         if time.monotonic() + 0.2 > deadline:
-            why = "connection refused (nothing listens there: is the prefill agent started, on that port?)"
+            why = (
+                "connection refused (nothing listens there, or a firewall rejects it: is the prefill agent started, "
+                "on that port, and open to this node?)"
+            )
             if not isinstance(last, ConnectionRefusedError):
                 why = f"{last} (is the host right and reachable from here: route, firewall, NetworkPolicy?)"
             raise Failure(1, f"cannot reach the prefill's bootstrap {host}:{port} within the timeout: {why}")

@@ -198,6 +198,26 @@ fn a_closed_port_fails_in_time_naming_it() {
     assert!(out.contains(&format!("127.0.0.1:{port}")) && out.contains("connection refused"), "{out}");
 }
 
+/// A decode pointed at an address nothing answers (TEST-NET-1) fails within its timeout too,
+/// naming host:port and what to check (a network that rejects the address at once reads as a
+/// refusal, one that drops it as a time-out).
+#[test]
+fn an_unreachable_host_fails_in_time_naming_it() {
+    let Some(py) = python("PDLAUNCH_TEST_NIXL_PYTHON") else { return };
+    let (_, ctx) = context(HETERO, Transport::Nixl, false);
+    let bootstrap = "192.0.2.1:8998";
+    let plan = hosts::plan(ctx, bootstrap, 3, Memory::Dram).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plan.json");
+    std::fs::write(&path, serde_json::to_string(&plan).unwrap()).unwrap();
+    let t = Instant::now();
+    let (out, code, err) = finish(agent(&py, "decode", &path, bootstrap, Duration::from_secs(30)));
+    assert!(t.elapsed() < Duration::from_secs(15), "{:?}", t.elapsed());
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(out.contains("cannot reach the prefill's bootstrap 192.0.2.1:8998 within the timeout"), "{out}");
+    assert!(out.contains("firewall"), "{out}");
+}
+
 /// A deployment naming an IB device the node does not have fails before any library opens it.
 #[test]
 fn a_wrong_ib_device_is_named() {

@@ -199,7 +199,7 @@ fn unpack(text: &str, columns: usize) -> Result<Vec<Vec<i64>>, String> {
 fn host_case(p: &Prepared) -> Result<HostCase, String> {
     let label = p.label();
     let aligned = |what: &str, v: u64| {
-        if v % WORD == 0 {
+        if v.is_multiple_of(WORD) {
             Ok(())
         } else {
             Err(format!(
