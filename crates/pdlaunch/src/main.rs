@@ -57,7 +57,7 @@ enum Command {
     Rules(cmd::rules::Args),
     /// KV transfer smoke test: move one request's KV pages with the deployment's layouts on the
     /// CPU or GPUs and prove where every slice lands (exit 0 pass, 1 fail, 2 bad input).
-    Smoke(cmd::smoke::Args),
+    Smoke(Box<cmd::smoke::Args>),
     /// One transfer agent of `smoke --transport` (started by the smoke test; plan on stdin).
     #[command(hide = true, name = "smoke-agent")]
     SmokeAgent(cmd::transport::AgentArgs),
@@ -86,7 +86,7 @@ fn main() -> ExitCode {
         Command::Explain(a) => cmd::explain::run(a, &style),
         Command::Init(a) => cmd::init::run(a),
         Command::Rules(a) => cmd::rules::run(a, &style),
-        Command::Smoke(a) => cmd::smoke::run(a, &style),
+        Command::Smoke(a) => cmd::smoke::run(*a, &style),
         Command::SmokeAgent(a) => cmd::transport::run_agent(a),
         Command::Model(a) => cmd::model::run(a, &style),
         Command::Probe(a) => cmd::probe::run(a, &style),
