@@ -736,6 +736,31 @@ fn case_report(p: &Prepared, runs: Vec<EngineRun>, checks: Vec<Verification>) ->
     CaseReport { label: p.label().to_owned(), decode_actual: p.decode_actual, plan, pairs, engines, clean }
 }
 
+/// The run that agents on the deployment's own nodes made (`--across hosts`), from their
+/// reports: the input and options their context echoes, the engine replaying their transfer.
+pub fn from_reports(
+    ctx: &crate::agent::hosts::Context,
+    pair: crate::agent::hosts::PairReports,
+) -> Result<Report, SmokeError> {
+    let input = Input {
+        name: ctx.name.clone(),
+        geometry: ctx.geometry,
+        geometry_source: ctx.geometry_source.clone(),
+        sides: ctx.sides.clone(),
+    };
+    let opts = Options {
+        tokens: ctx.tokens,
+        seed: ctx.seed,
+        transfer: Some(ctx.transfer),
+        negative_controls: ctx.negative_controls,
+        iterations: ctx.iterations,
+        backend: BackendChoice::Cpu,
+        hosts: Some(crate::agent::hosts::Replay { reports: pair }),
+        ..Options::default()
+    };
+    run(&input, &opts, &|_| {})
+}
+
 /// Runs the smoke test. `Err` is an input or environment problem (exit 2); a report with
 /// verdict `fail` is a finding (exit 1).
 pub fn run(input: &Input, opts: &Options, progress: &dyn Fn(Event<'_>)) -> Result<Report, SmokeError> {

@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 
 use pdlaunch_core::deployment::Deployment;
 use pdlaunch_core::load::{parse_deployment, Syntax};
-use pdlaunch_kv::agent::hosts::{self, Context, Replay, SideDevices};
+use pdlaunch_kv::agent::hosts::{self, Context, SideDevices};
 use pdlaunch_kv::agent::{Memory, Transport};
 use pdlaunch_kv::geometry::KvGeometry;
 use pdlaunch_kv::sides::from_deployment;
-use pdlaunch_kv::smoke::{run, BackendChoice, Input, Options, Verdict};
+use pdlaunch_kv::smoke::{from_reports, Verdict};
 use pdlaunch_kv::transfer::TransferBackend;
 
 const HETERO: &str = r#"
@@ -43,20 +43,13 @@ fn python(var: &str) -> Option<String> {
     }
 }
 
-fn context(text: &str, transport: Transport, controls: bool) -> (Input, Context) {
+fn context(text: &str, transport: Transport, controls: bool) -> Context {
     let d: Deployment = parse_deployment(text, "t.yaml", Syntax::Yaml).unwrap();
-    let g = KvGeometry::from_core(d.model.geometry.as_ref().unwrap()).unwrap();
-    let input = Input {
+    Context {
         name: d.name.clone(),
-        geometry: g,
+        geometry: KvGeometry::from_core(d.model.geometry.as_ref().unwrap()).unwrap(),
         geometry_source: "model.geometry".into(),
         sides: from_deployment(&d).unwrap(),
-    };
-    let ctx = Context {
-        name: input.name.clone(),
-        geometry: g,
-        geometry_source: input.geometry_source.clone(),
-        sides: input.sides.clone(),
         tokens: 40,
         seed: 7,
         transfer: if transport == Transport::Nixl { TransferBackend::Nixl } else { TransferBackend::Mooncake },
@@ -64,8 +57,7 @@ fn context(text: &str, transport: Transport, controls: bool) -> (Input, Context)
         iterations: 1,
         transport,
         ib_device: SideDevices::default(),
-    };
-    (input, ctx)
+    }
 }
 
 fn free_port() -> u16 {
@@ -120,29 +112,19 @@ fn pair(py: &str, ctx: Context) -> ((String, i32, String), (String, i32, String)
     (finish(p), d)
 }
 
-fn replayed(input: &Input, ctx: &Context, prefill: &str, decode: &str) -> pdlaunch_kv::smoke::Report {
+fn replayed(ctx: &Context, prefill: &str, decode: &str) -> pdlaunch_kv::smoke::Report {
     let files = vec![("prefill.log".to_owned(), prefill.to_owned()), ("decode.log".to_owned(), decode.to_owned())];
     let mut pairs = hosts::read_reports(&files).unwrap();
-    let opts = Options {
-        tokens: ctx.tokens,
-        seed: ctx.seed,
-        transfer: Some(ctx.transfer),
-        negative_controls: ctx.negative_controls,
-        iterations: ctx.iterations,
-        backend: BackendChoice::Cpu,
-        hosts: Some(Replay { reports: pairs.remove(0) }),
-        ..Options::default()
-    };
-    run(input, &opts, &|_| {}).unwrap()
+    from_reports(ctx, pairs.remove(0)).unwrap()
 }
 
 fn round_trip(var: &str, text: &str, transport: Transport) {
     let Some(py) = python(var) else { return };
     let t = Instant::now();
-    let (input, ctx) = context(text, transport, true);
+    let ctx = context(text, transport, true);
     let ((pout, pcode, perr), (dout, dcode, derr)) = pair(&py, ctx.clone());
     assert_eq!((pcode, dcode), (0, 0), "prefill:\n{pout}\n{perr}\ndecode:\n{dout}\n{derr}");
-    let r = replayed(&input, &ctx, &pout, &dout);
+    let r = replayed(&ctx, &pout, &dout);
     let text = pdlaunch_kv::smoke::render_text(&r);
     assert_eq!(r.verdict, Verdict::Pass, "{text}");
     assert!(r.dynamic.as_ref().unwrap().clean, "{text}");
@@ -179,7 +161,7 @@ fn mooncake_agents_pass_and_catch_every_control() {
 #[test]
 fn a_closed_port_fails_in_time_naming_it() {
     let Some(py) = python("PDLAUNCH_TEST_NIXL_PYTHON") else { return };
-    let (_, ctx) = context(HETERO, Transport::Nixl, false);
+    let ctx = context(HETERO, Transport::Nixl, false);
     let port = free_port();
     let bootstrap = format!("127.0.0.1:{port}");
     let plan = hosts::plan(ctx, &bootstrap, 3, Memory::Dram).unwrap();
@@ -204,7 +186,7 @@ fn a_closed_port_fails_in_time_naming_it() {
 #[test]
 fn an_unreachable_host_fails_in_time_naming_it() {
     let Some(py) = python("PDLAUNCH_TEST_NIXL_PYTHON") else { return };
-    let (_, ctx) = context(HETERO, Transport::Nixl, false);
+    let ctx = context(HETERO, Transport::Nixl, false);
     let bootstrap = "192.0.2.1:8998";
     let plan = hosts::plan(ctx, bootstrap, 3, Memory::Dram).unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -222,7 +204,7 @@ fn an_unreachable_host_fails_in_time_naming_it() {
 #[test]
 fn a_wrong_ib_device_is_named() {
     let Some(py) = python("PDLAUNCH_TEST_NIXL_PYTHON") else { return };
-    let (_, mut ctx) = context(HETERO, Transport::Nixl, false);
+    let mut ctx = context(HETERO, Transport::Nixl, false);
     ctx.ib_device = SideDevices { prefill: Some("mlx5_42".into()), decode: None };
     let bootstrap = format!("127.0.0.1:{}", free_port());
     let plan = hosts::plan(ctx, &bootstrap, 5, Memory::Dram).unwrap();

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 use pdlaunch_core::deployment::Deployment;
 use pdlaunch_core::render::{bundle, render_agents, AgentFiles, AgentFormat};
-use pdlaunch_kv::agent::hosts::{self, Context, PairReports, Replay, SideDevices};
+use pdlaunch_kv::agent::hosts::{self, Context, PairReports, SideDevices};
 use pdlaunch_kv::agent::{Memory, Transport};
-use pdlaunch_kv::smoke::{self, BackendChoice, Input, Options, Verdict};
+use pdlaunch_kv::smoke::{self, Verdict};
 
 use crate::style::Style;
 
@@ -139,23 +139,7 @@ fn one_pair(pair: PairReports, style: &Style) -> super::Result<(u8, Option<smoke
         }
         return Ok((crate::EXIT_FINDINGS, None));
     }
-    let input = Input {
-        name: ctx.name.clone(),
-        geometry: ctx.geometry,
-        geometry_source: ctx.geometry_source.clone(),
-        sides: ctx.sides.clone(),
-    };
-    let opts = Options {
-        tokens: ctx.tokens,
-        seed: ctx.seed,
-        transfer: Some(ctx.transfer),
-        negative_controls: ctx.negative_controls,
-        iterations: ctx.iterations,
-        backend: BackendChoice::Cpu,
-        hosts: Some(Replay { reports: pair }),
-        ..Options::default()
-    };
-    let report = smoke::run(&input, &opts, &|_| {}).map_err(|e| e.to_string())?;
+    let report = smoke::from_reports(&ctx, pair).map_err(|e| e.to_string())?;
     let verdict = match report.verdict {
         Verdict::Pass => style.ok("verdict: PASS"),
         Verdict::Fail => style.error("verdict: FAIL"),
