@@ -19,7 +19,6 @@ use pdlaunch_kv::dtype::KvDtype;
 use pdlaunch_kv::engine::{Engine, Job};
 use pdlaunch_kv::geometry::{KvAttention, KvGeometry};
 use pdlaunch_kv::layout::SideConfig;
-use pdlaunch_kv::transfer::TransferBackend;
 
 fn main() {
     if std::env::args().nth(1).as_deref() == Some("smoke-agent") {
@@ -70,7 +69,7 @@ fn main() {
         };
         for page in [1u32, 16, 64] {
             let side = SideConfig { page_size: page, dtype: KvDtype::Bf16, attn_tp: 1, pp: 1 };
-            let backend = if transport == Transport::Nixl { TransferBackend::Nixl } else { TransferBackend::Mooncake };
+            let Some(backend) = transport.modelled() else { continue };
             let case = Case { geometry, prefill: side, decode: side, backend, tokens, seed: 7 };
             let p = prepare(&case, None).expect("a valid case");
             let job = Job { prepared: &p, prefill: &[], iterations: 5, progress: &|_, _| {} };

@@ -180,11 +180,9 @@ class Pools:
     """One side's pools for one case: a buffer per rank, then the reference region."""
 
     def __init__(self, sizes, reference, tag, memory, gpu):
-        self.memory = memory
-        self.sizes = list(sizes) + [reference]
         self.host = []
         self.dev = []
-        for k, n in enumerate(self.sizes):
+        for k, n in enumerate(list(sizes) + [reference]):
             words = (n + 7) // 8
             a = np.empty(words, dtype="<u8")
             if k < len(sizes):
@@ -363,6 +361,9 @@ class Mooncake:
         self.peer = None
         self.regs = []
 
+    def lanes(self):
+        return []  # Mooncake says nothing of its choice; its protocol is in the environment
+
     def describe(self):
         return f"Mooncake transfer engine (Python, {self.protocol}, P2PHANDSHAKE), batches of at most {self.BATCH}"
 
@@ -498,7 +499,6 @@ def prefill(plan, args, report, deadline):
     report["network"] = network(local_address(sock))
     conn = Conn(sock, deadline)
     hello = conn.recv("hello")
-    report["peer"] = hello.get("network")
     if hello.get("plan") != report["plan"]:
         raise Failure(2, "the decode agent runs another plan than this prefill (render both sides from one `pdlaunch smoke --across hosts`)")
     host = report["network"]["address"] or split(args.bootstrap)[0]
@@ -540,8 +540,7 @@ def prefill(plan, args, report, deadline):
                 s, _, notified = link.write(ref, f"{case['label']}:reference:{it}", deadline)
                 out["reference"].append(s)
                 notes += int(notified)
-        if hasattr(link, "lanes"):
-            report["network"]["lanes"] = link.lanes()
+        report["network"]["lanes"] = link.lanes()
         conn.send({"done": case["label"], "notifications": notes})
         conn.recv(f"the decode's check of case {case['label']}")
         report["cases"].append({"label": case["label"], "prefill": out})
@@ -552,7 +551,7 @@ def decode(plan, args, report, deadline):
     sock = connect(args.bootstrap, deadline)
     report["network"] = network(local_address(sock))
     conn = Conn(sock, deadline)
-    conn.send({"plan": report["plan"], "network": report["network"]})
+    conn.send({"plan": report["plan"]})
     link = open_link(plan, report["network"]["address"] or "127.0.0.1", args)
     report["library"] = link.describe()
     for case in plan["cases"]:
@@ -608,7 +607,6 @@ def main(argv):
         report["plan"] = hashlib.sha256(text).hexdigest()[:16]
         plan = json.loads(text)
         report["context"] = plan.get("context")
-        report["transport"] = plan.get("transport")
         args.bootstrap = args.bootstrap or plan["bootstrap"]
         report["bootstrap"] = args.bootstrap
         deadline = time.monotonic() + float(plan.get("timeout_s", 300))

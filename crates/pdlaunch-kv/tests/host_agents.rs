@@ -15,7 +15,6 @@ use pdlaunch_kv::agent::{Memory, Transport};
 use pdlaunch_kv::geometry::KvGeometry;
 use pdlaunch_kv::sides::from_deployment;
 use pdlaunch_kv::smoke::{from_reports, Verdict};
-use pdlaunch_kv::transfer::TransferBackend;
 
 const HETERO: &str = r#"
 name: hetero
@@ -52,7 +51,7 @@ fn context(text: &str, transport: Transport, controls: bool) -> Context {
         sides: from_deployment(&d).unwrap(),
         tokens: 40,
         seed: 7,
-        transfer: if transport == Transport::Nixl { TransferBackend::Nixl } else { TransferBackend::Mooncake },
+        transfer: transport.modelled().unwrap(),
         negative_controls: controls,
         iterations: 1,
         transport,

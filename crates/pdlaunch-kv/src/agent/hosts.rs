@@ -584,6 +584,11 @@ pub struct Replay {
 }
 
 impl Replay {
+    /// The library the agents used.
+    fn transport(&self) -> Transport {
+        self.reports.prefill.context.as_ref().map_or(Transport::Nixl, |c| c.transport)
+    }
+
     /// Where the agents ran, for the report.
     pub fn describe(&self) -> String {
         let host = |r: &HostReport| {
@@ -604,8 +609,7 @@ impl Replay {
 
 impl Engine for Replay {
     fn variants(&self) -> Vec<String> {
-        let t = self.reports.prefill.context.as_ref().map_or(Transport::Nixl, |c| c.transport);
-        vec![t.name().to_owned()]
+        vec![self.transport().name().to_owned()]
     }
 
     fn run(&mut self, _variant: usize, job: &Job<'_>, decode: &mut [Vec<u8>]) -> Result<EngineRun, EngineError> {
@@ -621,8 +625,7 @@ impl Engine for Replay {
         for (d, i) in decode.iter_mut().zip(images) {
             *d = i;
         }
-        let t = self.reports.prefill.context.as_ref().map_or(Transport::Nixl, |c| c.transport);
-        Ok(agent_run(t, &self.describe(), &f, job))
+        Ok(agent_run(self.transport(), &self.describe(), &f, job))
     }
 }
 

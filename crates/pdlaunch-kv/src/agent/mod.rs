@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::case::{prepare, Case, Perturbation};
+use crate::transfer::TransferBackend;
 use crate::verify::{Class, Verification};
 
 #[cfg(feature = "cuda")]
@@ -59,6 +60,28 @@ impl Transport {
             Transport::Memcpy => "memcpy",
             Transport::Nixl => "nixl",
             Transport::Mooncake => "mooncake",
+        }
+    }
+
+    /// The library of a `--disaggregation-transfer-backend` (`mooncake_tcp` too), if it has an agent.
+    pub fn of_backend(backend: &str) -> Option<Transport> {
+        crate::smoke::transfer_from_name(backend).map(Transport::of_model)
+    }
+
+    /// The library whose KV manager writes `model`'s descriptors.
+    pub fn of_model(model: TransferBackend) -> Transport {
+        match model {
+            TransferBackend::Nixl => Transport::Nixl,
+            TransferBackend::Mooncake => Transport::Mooncake,
+        }
+    }
+
+    /// The descriptors this library's KV manager writes (`None` for memcpy, which models none).
+    pub fn modelled(self) -> Option<TransferBackend> {
+        match self {
+            Transport::Memcpy => None,
+            Transport::Nixl => Some(TransferBackend::Nixl),
+            Transport::Mooncake => Some(TransferBackend::Mooncake),
         }
     }
 }

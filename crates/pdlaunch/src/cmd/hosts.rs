@@ -9,7 +9,8 @@ use pdlaunch_core::deployment::Deployment;
 use pdlaunch_core::render::{bundle, render_agents, AgentFiles, AgentFormat};
 use pdlaunch_kv::agent::hosts::{self, Context, PairReports, SideDevices};
 use pdlaunch_kv::agent::{Memory, Transport};
-use pdlaunch_kv::smoke::{self, Verdict};
+use pdlaunch_kv::smoke::{self, transfer_from_name, Verdict};
+use pdlaunch_kv::transfer::TransferBackend;
 
 use crate::style::Style;
 
@@ -31,16 +32,16 @@ pub struct Render<'a> {
     pub memory: Memory,
 }
 
-/// The transport on the deployment's nodes: the flag, else the deployment's backend (the
-/// library is in the nodes' image, not here, so nothing is looked for on this machine).
-pub fn transport(flag: Option<&str>, backend: &str) -> Result<Transport, String> {
-    match flag.unwrap_or(backend) {
-        "nixl" => Ok(Transport::Nixl),
-        "mooncake" | "mooncake_tcp" => Ok(Transport::Mooncake),
-        other => Err(format!(
-            "--across hosts runs NIXL or Mooncake agents; the deployment's transfer backend is {other}: give --transport nixl|mooncake"
-        )),
-    }
+/// The library on the deployment's nodes and the descriptors it writes: the flag, else the
+/// deployment's backend (the library is in the nodes' image, not here, so nothing is looked for
+/// on this machine).
+pub fn transport(flag: Option<&str>, backend: &str) -> Result<(Transport, TransferBackend), String> {
+    let name = flag.unwrap_or(backend);
+    transfer_from_name(name).map(|m| (Transport::of_model(m), m)).ok_or_else(|| {
+        format!(
+            "--across hosts runs NIXL or Mooncake agents; the deployment's transfer backend is {name}: give --transport nixl|mooncake"
+        )
+    })
 }
 
 /// Each side's `ib_device` (its first instance's first node), as SGLang is given it.

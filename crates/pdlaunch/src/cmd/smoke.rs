@@ -277,7 +277,7 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
         hosts: None,
     };
     if args.transport.across == "hosts" {
-        let transport =
+        let (transport, model) =
             match super::hosts::transport(args.transport.transport.as_deref(), &sides.prefill.transfer_backend) {
                 Ok(t) => t,
                 Err(e) => {
@@ -289,7 +289,6 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
             eprintln!("{}: --across hosts needs --render kubernetes|slurm|shell", style.error("error"));
             return Ok(crate::EXIT_BAD_INPUT);
         };
-        let model = if transport == Transport::Nixl { TransferBackend::Nixl } else { TransferBackend::Mooncake };
         let context = pdlaunch_kv::agent::hosts::Context {
             name: deployment.name.clone(),
             geometry: kv_geometry,
@@ -334,8 +333,7 @@ pub fn run(args: Args, style: &Style) -> super::Result<u8> {
             return Ok(crate::EXIT_BAD_INPUT);
         }
     }
-    if transport != Transport::Memcpy {
-        let model = if transport == Transport::Nixl { TransferBackend::Nixl } else { TransferBackend::Mooncake };
+    if let Some(model) = transport.modelled() {
         opts.transfer = opts.transfer.or(Some(model));
         let bootstrap = super::transport::deployment_bootstrap(&deployment);
         let timeout = Duration::from_secs(args.timeout.max(1));

@@ -142,13 +142,13 @@ pub fn choose(args: &TransportArgs, backend: &str) -> (Transport, Option<String>
         Some(_) => return (Transport::Memcpy, None),
         None => {}
     }
-    let (t, missing) = match backend {
-        "nixl" => (Transport::Nixl, nixl_missing(args)),
-        "mooncake" | "mooncake_tcp" => (Transport::Mooncake, mooncake_missing(&mooncake_python(args))),
-        other => {
+    let (t, missing) = match Transport::of_backend(backend) {
+        Some(Transport::Nixl) => (Transport::Nixl, nixl_missing(args)),
+        Some(t) => (t, mooncake_missing(&mooncake_python(args))),
+        None => {
             return (
                 Transport::Memcpy,
-                Some(format!("transport memcpy: the deployment's transfer backend {other} has no agent here")),
+                Some(format!("transport memcpy: the deployment's transfer backend {backend} has no agent here")),
             )
         }
     };
