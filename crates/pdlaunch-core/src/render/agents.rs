@@ -43,7 +43,7 @@
 use super::pods::{self, escape, pod_annotations, pod_spec, Container, Engine, Source, Yaml};
 use super::{header, quote, slurm, RenderError, RenderedFile};
 use crate::deployment::{Deployment, Role};
-use crate::flags::{self, Flag};
+use crate::effective::ServerView;
 use crate::plan::{host_port, plan, Plan, ServerProcess, DEFAULT_BOOTSTRAP_PORT};
 
 /// The formats the agent pair renders to.
@@ -126,32 +126,29 @@ fn node0(plan: &Plan, role: Role, instance: usize) -> Result<&ServerProcess, Ren
     })
 }
 
-/// The value argparse ends with for `flag` in a process's arguments (its last occurrence, extra
-/// arguments included).
-fn last_value(p: &ServerProcess, flag: &Flag) -> Option<String> {
-    let tokens = p.arg_tokens();
-    let names: Vec<&str> = std::iter::once(flag.name).chain(flag.aliases.iter().copied()).collect();
-    let mut value = None;
-    for (k, t) in tokens.iter().enumerate() {
-        if names.contains(&t.as_str()) {
-            value = tokens.get(k + 1).cloned();
-        } else if let Some((name, v)) = t.split_once('=') {
-            if names.contains(&name) {
-                value = Some(v.to_owned());
-            }
-        }
-    }
-    value
+/// What SGLang reads from a server's arguments, extra ones included, through the release's
+/// argparse spec (the last value wins; aliases and `--flag=value` count).
+fn view(d: &Deployment, p: &ServerProcess) -> ServerView {
+    let origins = p.token_origins().into_iter().cloned().collect();
+    ServerView::new(
+        p.label(),
+        p.host.clone(),
+        p.arg_tokens(),
+        origins,
+        p.env.clone(),
+        d.side(p.role).gpu,
+        d.sglang_version,
+    )
 }
 
 /// The prefill server's bootstrap port.
-fn bootstrap_port(p: &ServerProcess) -> u16 {
-    last_value(p, &flags::BOOTSTRAP_PORT).and_then(|v| v.parse().ok()).unwrap_or(DEFAULT_BOOTSTRAP_PORT)
+fn bootstrap_port(d: &Deployment, p: &ServerProcess) -> u16 {
+    view(d, p).bootstrap_port().unwrap_or(DEFAULT_BOOTSTRAP_PORT)
 }
 
 /// The server's first GPU on its node.
-fn first_gpu(p: &ServerProcess) -> u32 {
-    last_value(p, &flags::BASE_GPU_ID).and_then(|v| v.parse().ok()).unwrap_or(0)
+fn first_gpu(d: &Deployment, p: &ServerProcess) -> u32 {
+    view(d, p).int("base_gpu_id").and_then(|v| u32::try_from(v).ok()).unwrap_or(0)
 }
 
 /// The agent's argv: `python` and `bootstrap` as given, `file` making each file's path.
@@ -262,8 +259,8 @@ fn kubernetes(
             ));
         };
         let host = node0(plan, Role::Prefill, pairs[i].1)?;
-        let bootstrap = host_port(&format!("{}.{service}", pod_name(Role::Prefill, i)), bootstrap_port(host));
-        let gpu = first_gpu(node0(plan, role, instance)?);
+        let bootstrap = host_port(&format!("{}.{service}", pod_name(Role::Prefill, i)), bootstrap_port(d, host));
+        let gpu = first_gpu(d, node0(plan, role, instance)?);
         let file = |f: &str| format!("{MOUNT}/{f}");
         let argv: Vec<String> =
             agent_argv(plan.python.clone(), file, role, bootstrap, gpu, i).iter().map(|w| escape(w)).collect();
@@ -281,7 +278,7 @@ fn kubernetes(
             exclusive(&mut y, d, key, &group);
         }
         let ports = match role {
-            Role::Prefill => vec![("bootstrap", bootstrap_port(node0(plan, role, instance)?))],
+            Role::Prefill => vec![("bootstrap", bootstrap_port(d, node0(plan, role, instance)?))],
             Role::Decode => vec![],
         };
         let extra = ("smoke-agent".to_owned(), MOUNT, Source::ConfigMap(format!("{}-smoke-agent", d.name)), true);
@@ -348,10 +345,10 @@ fn sbatch(d: &Deployment, files: &AgentFiles, pairs: &[(usize, usize, usize)]) -
     );
     for (i, role, instance) in agents(pairs) {
         let prefill = node0(plan, Role::Prefill, pairs[i].1)?;
-        let bootstrap = slurm::word(&host_port(&prefill.host, bootstrap_port(prefill)));
+        let bootstrap = slurm::word(&host_port(&prefill.host, bootstrap_port(d, prefill)));
         let p = node0(plan, role, instance)?;
         let file = |f: &str| format!("\"$agent_dir\"/{f}");
-        let words = agent_argv(quote(&plan.python), file, role, bootstrap, first_gpu(p), i);
+        let words = agent_argv(quote(&plan.python), file, role, bootstrap, first_gpu(d, p), i);
         let title = format!("pair {i}: the {role} agent, standing in for {role} instance {instance} (node 0)");
         let redirect = format!(" > \"$agent_dir\"/{role}-{i}.log");
         slurm::step_words(&mut s, &title, slurm::node_of(&p.host), &p.env, &words, &redirect);
@@ -393,7 +390,7 @@ fn shell(
     let mut out = Vec::new();
     for (i, role, instance) in agents(pairs) {
         let (prefill, p) = (node0(&plan, Role::Prefill, pairs[i].1)?, node0(&plan, role, instance)?);
-        let bootstrap = host_port(&prefill.host, bootstrap_port(prefill));
+        let bootstrap = host_port(&prefill.host, bootstrap_port(d, prefill));
         let log = |role: Role| format!("./{}-smoke-{role}-{i}.log", d.name);
         let other = match role {
             Role::Prefill => (Role::Decode, pairs[i].2),
@@ -408,7 +405,7 @@ fn shell(
              # at the same time; the agents meet at the prefill's bootstrap address {}.\n\
              # PDLAUNCH_PYTHON names another interpreter than {}. Read both reports back with:\n#   {}\n",
             p.host.replace('\n', " "),
-            first_gpu(p),
+            first_gpu(d, p),
             d.name,
             other.0,
             bootstrap.replace('\n', " "),
@@ -424,7 +421,7 @@ fn shell(
         }
         let python = format!("\"${{PDLAUNCH_PYTHON:-{}}}\"", double_quoted(&plan.python));
         let file = |f: &str| format!("\"$dir\"/{f}");
-        let words = agent_argv(python, file, role, quote(&bootstrap), first_gpu(p), i);
+        let words = agent_argv(python, file, role, quote(&bootstrap), first_gpu(d, p), i);
         s.push_str(&words.join(" "));
         s.push_str(&format!(" | tee {} || status=$?\n", quote(&log(role))));
         s.push_str(&format!(
@@ -720,8 +717,8 @@ mod tests {
         d.prefill.extra_args = vec!["--disaggregation-bootstrap-port=9100".into()];
         d.decode.extra_args = vec!["--base-gpu-id".into(), "5".into()];
         let p = plan(&d);
-        assert_eq!(bootstrap_port(node0(&p, Role::Prefill, 0).unwrap()), 9100);
-        assert_eq!(first_gpu(node0(&p, Role::Decode, 0).unwrap()), 5);
-        assert_eq!(first_gpu(node0(&p, Role::Prefill, 0).unwrap()), 0);
+        assert_eq!(bootstrap_port(&d, node0(&p, Role::Prefill, 0).unwrap()), 9100);
+        assert_eq!(first_gpu(&d, node0(&p, Role::Decode, 0).unwrap()), 5);
+        assert_eq!(first_gpu(&d, node0(&p, Role::Prefill, 0).unwrap()), 0);
     }
 }
