@@ -204,3 +204,32 @@ fn writes_gone_astray_fail_the_report() {
     assert!(out.contains("verdict: FAIL"), "{out}");
     assert!(out.contains("misplaced"), "{out}");
 }
+
+/// What a user sees for input `--across hosts` and `--report` cannot take: exit 2 and a line
+/// that names what is wrong and what to give instead (no namespaces or Pythons needed).
+#[test]
+fn bad_input_is_named_with_its_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.yaml");
+    let yaml = "name: t\nmodel: {path: x/y, geometry: {attention: gqa, layers: 2, kv_heads: 4, head_dim: 64}}\n\
+                shared: {page_size: 16, transfer_backend: nixl}\nprefill: {instances: [{nodes: [{host: a}]}]}\n\
+                decode: {instances: [{nodes: [{host: b}]}]}\n";
+    std::fs::write(&file, yaml).unwrap();
+    let junk = dir.path().join("junk.log");
+    std::fs::write(&junk, "hello\n").unwrap();
+    let f = file.to_str().unwrap();
+    let j = junk.to_str().unwrap();
+    for (args, says) in [
+        (vec!["smoke", f, "--across", "hosts"], "--across hosts needs --render kubernetes|slurm|shell"),
+        (vec!["smoke", f, "--render", "shell"], "--render and --all go with --across hosts"),
+        (
+            vec!["smoke", f, "--across", "hosts", "--render", "shell", "--transport", "memcpy"],
+            "--transport is memcpy: give --transport nixl|mooncake",
+        ),
+        (vec!["smoke", "--report", j], "no agent report in it (a line starting `PDLAUNCH-SMOKE-REPORT `)"),
+    ] {
+        let o = Command::new(BIN).args(&args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(says), "{args:?}: {}", text(&o));
+    }
+}

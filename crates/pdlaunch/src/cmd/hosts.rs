@@ -37,10 +37,9 @@ pub struct Render<'a> {
 /// on this machine).
 pub fn transport(flag: Option<&str>, backend: &str) -> Result<(Transport, TransferBackend), String> {
     let name = flag.unwrap_or(backend);
+    let whose = if flag.is_some() { "--transport is" } else { "the deployment's transfer backend is" };
     transfer_from_name(name).map(|m| (Transport::of_model(m), m)).ok_or_else(|| {
-        format!(
-            "--across hosts runs NIXL or Mooncake agents; the deployment's transfer backend is {name}: give --transport nixl|mooncake"
-        )
+        format!("--across hosts runs NIXL or Mooncake agents, and {whose} {name}: give --transport nixl|mooncake")
     })
 }
 
